@@ -1,0 +1,96 @@
+# cdcstore build.  `make` builds the library (static and shared) and the
+# command into build/; `make test` runs the whole suite (unit, sanitizer and
+# end-to-end tests); `make demo` runs the main job on an embedded example.
+# `make deps` installs the Debian packages the build and the tests need.
+
+PREFIX ?= /usr/local
+CC ?= cc
+BUILD ?= build
+PKGS := rocksdb rdkafka libcjson liburing
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+WARN := -Wall -Wextra -Werror -Wno-unused-parameter
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -Iinclude -Istore $(PKG_CFLAGS) -DCDC_BUILDING_LIBRARY
+LDLIBS := $(PKG_LIBS) -lpq -lpthread -lm
+
+LIB_SRCS := $(wildcard store/*.c ingest/*.c query/*.c)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+CLI_SRCS := $(wildcard cli/*.c)
+CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
+TEST_SRCS := $(wildcard tests/unit/*.c)
+TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+
+DEB_PKGS := build-essential pkg-config librocksdb-dev librdkafka-dev libcjson-dev liburing-dev \
+	libcriterion-dev libpq-dev postgresql-15 postgresql-client-15 kcat curl gnuplot-nox time python3
+
+.PHONY: all lib deps test test-unit test-asan test-install test-e2e demo install clean bench
+
+all: lib $(BUILD)/cdcstore
+
+lib: $(BUILD)/libcdcstore.a $(BUILD)/libcdcstore.so
+
+$(BUILD)/obj/%.o: %.c include/cdcstore.h store/internal.h $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libcdcstore.a: $(LIB_OBJS)
+	@mkdir -p $(BUILD)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libcdcstore.so: $(LIB_OBJS)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libcdcstore.so.0 -o $@ $^ $(LDLIBS)
+
+$(BUILD)/cdcstore: $(CLI_OBJS) $(BUILD)/libcdcstore.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libcdcstore.a $(LDLIBS)
+
+# Unit tests link the static library (internal symbols included).
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libcdcstore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(WARN) -std=gnu11 -Iinclude -Istore $(PKG_CFLAGS) -o $@ $< $(BUILD)/libcdcstore.a $(LDLIBS) -lcriterion
+
+deps:
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	missing=; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing; fi
+
+test-unit: all $(TEST_BINS)
+	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t --jobs 2 || exit 1; done
+
+test-asan:
+	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	  LDFLAGS=-fsanitize=address,undefined test-unit-asan
+
+test-unit-asan: all $(TEST_BINS)
+	@set -e; for t in $(TEST_BINS); do echo "== (asan) $$t"; ASAN_OPTIONS=detect_leaks=1 CDC_TEST_QUICK=1 $$t --jobs 2 || exit 1; done
+
+test: deps
+	$(MAKE) test-unit
+	$(MAKE) test-install
+	$(MAKE) test-asan
+	$(MAKE) test-e2e
+
+test-install: all
+	@bash tests/install_test.sh
+
+test-e2e: all
+	@if [ -f tests/e2e/run.sh ]; then bash tests/e2e/run.sh; else echo "end-to-end suite not present"; fi
+
+demo: deps all
+	@bash tests/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/cdcstore.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(BUILD)/libcdcstore.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/libcdcstore.so $(DESTDIR)$(PREFIX)/lib/libcdcstore.so.0
+	ln -sf libcdcstore.so.0 $(DESTDIR)$(PREFIX)/lib/libcdcstore.so
+	install -m 755 $(BUILD)/cdcstore $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|0.1.0|' cdcstore.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cdcstore.pc
+
+clean:
+	rm -rf build build-asan
+
+-include tests/stack/stack.mk
+-include bench/bench.mk

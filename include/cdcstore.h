@@ -1,0 +1,275 @@
+/*
+ * cdcstore.h: the public interface of libcdcstore, and its manual.
+ *
+ * cdcstore keeps a replica of PostgreSQL tables from Debezium change events.
+ * A replica is a directory holding one RocksDB database: a column family per
+ * source table ("public.orders"), one for metadata (source positions, table
+ * columns, counters, snapshot epochs) and one for dead letters.  Each row is
+ * stored under an order-preserving encoding of its primary key with the value
+ * <header: format, flags (deleted, from-snapshot), ordering version, ts_ms> +
+ * <row>.  A change is written only when its ordering version is strictly
+ * greater than the stored one, so duplicates, replays and late events leave
+ * the replica equal to the source; deletes are kept as tombstones carrying
+ * their version, so a late older update cannot bring a row back.
+ *
+ * The ordering version and why it is correct are described at the top of
+ * store/apply.c; the value and key formats at the top of store/codec.c.
+ *
+ * Conventions (all functions):
+ *  - return 0 on success, a negative CDC_E* code on failure (or -errno);
+ *    cdc_strerror() names the code;
+ *  - take an optional cdc_error_t *err (may be NULL) that receives a message
+ *    naming the input at fault (table, topic, partition, offset, key);
+ *  - copy their inputs; returned borrowed pointers say how long they stay valid;
+ *  - every _open/_new has a _close/_free that accepts NULL.
+ * A cdc_store_t may be used by one thread at a time (the caller serialises);
+ * different stores are independent.  The library never prints: pass a log
+ * callback in cdc_open_options_t.
+ */
+#ifndef CDCSTORE_H
+#define CDCSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(CDC_BUILDING_LIBRARY)
+#define CDC_API __attribute__((visibility("default")))
+#else
+#define CDC_API
+#endif
+
+#define CDC_VERSION_STRING "0.1.0"
+
+/* ---- Errors ---- */
+
+/* Library error codes; all negative, distinct from -errno values (which are
+ * above -4096). */
+enum {
+    CDC_OK = 0,
+    CDC_EINVAL = -5001,   /* bad argument or option */
+    CDC_EIO = -5002,      /* RocksDB or file I/O failed */
+    CDC_ECORRUPT = -5003, /* stored data does not decode */
+    CDC_ENOTFOUND = -5004,/* no such key, table or record */
+    CDC_EDECODE = -5005,  /* an input record is malformed (it was dead-lettered) */
+    CDC_ENOMEM = -5006,
+    CDC_ELOCKED = -5007,  /* the replica directory is in use by another process */
+    CDC_ESTOPPED = -5008, /* a run stopped on the first bad record (--on-error stop) */
+    CDC_EKAFKA = -5009,   /* Kafka client error */
+    CDC_ESOURCE = -5010,  /* source database error (reconciliation) */
+};
+
+/* A caller-owned error report.  code repeats the return value; msg is a
+ * NUL-terminated sentence naming the input at fault. */
+typedef struct cdc_error {
+    int code;
+    char msg[1024];
+} cdc_error_t;
+
+/* The name of an error code ("invalid argument", ...); never NULL.
+ * Ownership: static string. Thread-safety: safe. */
+CDC_API const char *cdc_strerror(int code);
+
+/* ---- Logging ---- */
+
+enum { CDC_LOG_ERROR = 3, CDC_LOG_WARN = 4, CDC_LOG_INFO = 6, CDC_LOG_DEBUG = 7 };
+
+/* Called by the library for every log line.  facility is a short word
+ * ("store", "apply", "kafka", ...).  Ownership: msg is valid during the call. */
+typedef void (*cdc_log_fn)(void *opaque, int level, const char *facility, const char *msg);
+
+/* ---- Opening a replica ---- */
+
+typedef struct cdc_store cdc_store_t;
+
+typedef struct cdc_open_options {
+    int create_if_missing;   /* 1: create the directory and database when absent */
+    int read_only;           /* 1: open read-only (no lock against a running writer) */
+    size_t block_cache_mb;   /* 0: default (64) */
+    cdc_log_fn log;          /* NULL: no logging */
+    void *log_opaque;
+} cdc_open_options_t;
+
+/* Opens (or creates) the replica in directory dir.  opts may be NULL
+ * (create_if_missing = 1, defaults otherwise).
+ * Ownership: *out is the caller's; release with cdc_store_close().
+ * Errors: CDC_ELOCKED when another process holds the directory, CDC_EIO,
+ * CDC_ECORRUPT when the metadata was written by an incompatible format. */
+CDC_API int cdc_store_open(const char *dir, const cdc_open_options_t *opts, cdc_store_t **out,
+                           cdc_error_t *err);
+
+/* Flushes and closes; accepts NULL. */
+CDC_API void cdc_store_close(cdc_store_t *st);
+
+/* ---- Per-table settings ---- */
+
+/* Declares the scale of a NUMERIC column whose values arrive as Debezium's
+ * default "precise" encoding (base64 of the unscaled big-endian two's
+ * complement integer) in envelopes without a schema.  Without this setting
+ * (and without a schema in the envelope) such a column is kept as the text it
+ * arrives as: the decoder never guesses a scale.  Persisted in the replica.
+ * table is "schema.table". Errors: CDC_EINVAL for scale outside 0..1000. */
+CDC_API int cdc_store_set_decimal_scale(cdc_store_t *st, const char *table, const char *column,
+                                        int scale, cdc_error_t *err);
+
+/* ---- Applying records ---- */
+
+/* One Kafka record (or one line of an input file).  value == NULL is a
+ * tombstone.  offset < 0 means "no source position" (bare envelopes read from
+ * a file); then source/line name the input for errors and dead letters. */
+typedef struct cdc_record {
+    const char *topic;      /* may be NULL for bare envelopes */
+    int32_t partition;
+    int64_t offset;
+    const char *key;        /* Kafka key bytes (JSON text), may be NULL */
+    size_t key_len;
+    const char *value;      /* Debezium envelope (JSON text), NULL = tombstone */
+    size_t value_len;
+    const char *source;     /* input name for messages ("orders.jsonl"), may be NULL */
+    int64_t line;           /* 1-based line in source, 0 when unknown */
+} cdc_record_t;
+
+enum { CDC_ON_ERROR_CONTINUE = 0, CDC_ON_ERROR_STOP = 1 };
+
+typedef struct cdc_apply_options {
+    int on_error;               /* CDC_ON_ERROR_CONTINUE (default) or _STOP */
+    size_t max_record_bytes;    /* 0: 16 MiB; larger records are dead-lettered */
+    int sync;                   /* 1: fsync the write-ahead log on every batch */
+} cdc_apply_options_t;
+
+/* What one call did.  Counters are also accumulated in the replica (see
+ * cdc_stats_t). */
+typedef struct cdc_apply_result {
+    uint64_t read;          /* records given */
+    uint64_t applied;       /* rows written (newer than stored) */
+    uint64_t stale;         /* skipped: older than the stored version */
+    uint64_t duplicate;     /* skipped: same version as stored */
+    uint64_t tombstones;    /* Kafka tombstones (null value): no change, counted */
+    uint64_t dead_letters;  /* records written to the dead-letter store */
+} cdc_apply_result_t;
+
+/* Applies a batch of records atomically: decodes them, reduces the batch to
+ * the newest event per key by ordering version (never by arrival), reads the
+ * stored versions, writes only strictly newer ones, and records the source
+ * positions (topic, partition, highest offset) in the same RocksDB write
+ * batch, so data and positions commit together.  Undecodable records go to
+ * the dead-letter store with their reason and position and the rest of the
+ * batch is applied; with CDC_ON_ERROR_STOP nothing of the batch is written
+ * but the dead letter, and CDC_ESTOPPED is returned.
+ * opts and res may be NULL.  Errors: CDC_EIO, CDC_ESTOPPED.
+ * Thread-safety: one apply at a time per store. */
+CDC_API int cdc_store_apply(cdc_store_t *st, const cdc_record_t *recs, size_t n,
+                            const cdc_apply_options_t *opts, cdc_apply_result_t *res,
+                            cdc_error_t *err);
+
+/* The highest applied offset of (topic, partition) in *offset, or -1 when none.
+ * Consumers resume from *offset + 1.  Errors: CDC_EIO. */
+CDC_API int cdc_store_position(cdc_store_t *st, const char *topic, int32_t partition,
+                               int64_t *offset, cdc_error_t *err);
+
+/* ---- Reading rows ---- */
+
+/* One row as stored.  Every pointer borrows from the iterator (or from the
+ * cdc_row_t filled by cdc_store_get) and stays valid until the next call on
+ * it, or until it is closed/freed. */
+typedef struct cdc_row {
+    const char *key;          /* encoded primary key (order-preserving bytes) */
+    size_t key_len;
+    const char *key_json;     /* the key as a JSON object text, NUL-terminated */
+    int deleted;              /* 1: a tombstone (only with include_deleted) */
+    int from_snapshot;        /* 1: last written by a snapshot read */
+    uint64_t epoch;           /* ordering version: snapshot epoch */
+    uint32_t kind;            /* ordering version: 0 gap-delete, 1 snapshot read, 2 streamed */
+    uint64_t lsn;             /* ordering version: the event's source LSN */
+    int64_t ts_ms;            /* source.ts_ms of the event */
+    size_t ncols;             /* number of columns, in the table's column order */
+    const char *const *names; /* column names */
+    const char *const *values;/* values in PostgreSQL text form; NULL = SQL NULL */
+    const size_t *lens;       /* byte lengths of values */
+} cdc_row_t;
+
+typedef struct cdc_iter cdc_iter_t;
+
+typedef struct cdc_iter_options {
+    const char *lower_json;  /* NULL or a key as JSON ({"order_id": 10} or [10]); inclusive */
+    const char *upper_json;  /* NULL or a key as JSON; exclusive */
+    int include_deleted;     /* 1: also tombstones */
+} cdc_iter_options_t;
+
+/* Opens an iterator over table in primary-key order (integers numerically,
+ * text bytewise, i.e. ORDER BY pk COLLATE "C"), over the non-deleted view
+ * unless include_deleted.  It reads a consistent snapshot of the replica.
+ * Errors: CDC_ENOTFOUND when the table is unknown, CDC_EINVAL for a bad bound.
+ * Ownership: release with cdc_iter_close(). */
+CDC_API int cdc_iter_open(cdc_store_t *st, const char *table, const cdc_iter_options_t *opts,
+                          cdc_iter_t **out, cdc_error_t *err);
+/* 1 and fills *row when there is a row, 0 at the end, negative on error. */
+CDC_API int cdc_iter_next(cdc_iter_t *it, cdc_row_t *row, cdc_error_t *err);
+CDC_API void cdc_iter_close(cdc_iter_t *it);
+
+/* The column names of table in source order, as known so far.
+ * Ownership: *names borrows from the store until the next apply or close. */
+CDC_API int cdc_store_columns(cdc_store_t *st, const char *table, const char *const **names,
+                              size_t *n, cdc_error_t *err);
+
+/* The tables of the replica.  Ownership: the array and strings are the
+ * caller's; free with cdc_strings_free(). */
+CDC_API int cdc_store_tables(cdc_store_t *st, char ***names, size_t *n, cdc_error_t *err);
+CDC_API void cdc_strings_free(char **names, size_t n);
+
+/* A point read.  key_json is the key as a JSON object ({"order_id": 2}) or a
+ * JSON array of the key's values in key order ([2]).  Tombstones are
+ * returned too (row->deleted = 1).  Ownership: *row borrows from a buffer
+ * owned by the store, valid until the next cdc_store_get or apply.
+ * Errors: CDC_ENOTFOUND, CDC_EINVAL for a key that does not parse. */
+CDC_API int cdc_store_get(cdc_store_t *st, const char *table, const char *key_json,
+                          cdc_row_t *row, cdc_error_t *err);
+
+/* ---- Counters ---- */
+
+typedef struct cdc_stats {
+    uint64_t events_read;        /* records that reached the decoder */
+    uint64_t applied;            /* writes that changed the replica */
+    uint64_t stale;              /* older than the stored version */
+    uint64_t duplicate;          /* the same version as stored (or as a newer one in the batch) */
+    uint64_t tombstones;         /* Kafka tombstones (null values) */
+    uint64_t deletes;            /* delete events applied */
+    uint64_t resurrections_blocked; /* non-delete events refused because a newer delete is stored */
+    uint64_t placeholders_kept;  /* unchanged TOASTed columns whose stored value was kept */
+    uint64_t gap_deletes;        /* rows deleted because a completed snapshot did not contain them */
+    uint64_t dead_letters;
+    uint64_t rows_live;          /* non-deleted rows (maintained on apply) */
+    uint64_t rows_deleted;       /* tombstones kept */
+} cdc_stats_t;
+
+/* Counters for one table, or the totals when table is NULL.
+ * Errors: CDC_ENOTFOUND for an unknown table. */
+CDC_API int cdc_store_stats(cdc_store_t *st, const char *table, cdc_stats_t *out, cdc_error_t *err);
+
+/* ---- Dead letters ---- */
+
+typedef struct cdc_dead_letter {
+    uint64_t id;
+    const char *reason;     /* a sentence */
+    const char *topic;      /* "" when none */
+    int32_t partition;
+    int64_t offset;         /* -1 when none */
+    const char *source;     /* input name, "" when none */
+    int64_t line;
+    const char *record;     /* the record as received (truncated to 64 KiB) */
+    size_t record_len;
+} cdc_dead_letter_t;
+
+typedef struct cdc_dlq_iter cdc_dlq_iter_t;
+CDC_API int cdc_dlq_open(cdc_store_t *st, cdc_dlq_iter_t **out, cdc_error_t *err);
+/* 1 with *dl filled (borrowed until the next call), 0 at the end. */
+CDC_API int cdc_dlq_next(cdc_dlq_iter_t *it, cdc_dead_letter_t *dl, cdc_error_t *err);
+CDC_API void cdc_dlq_close(cdc_dlq_iter_t *it);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CDCSTORE_H */

@@ -1,0 +1,293 @@
+/*
+ * codec.c: the byte formats of the replica, and the small helpers (buffers,
+ * varints, errors) every other file uses.
+ *
+ * Key format.  A primary-key tuple is encoded element by element so that the
+ * bytewise order of encoded keys (RocksDB's default comparator) is the
+ * source's ORDER BY pk order:
+ *   integer (smallint, int, bigint): 0x20, then 8 bytes big-endian of the
+ *     value with the sign bit flipped (so negatives sort first);
+ *   text (text, varchar, uuid, anything that arrives as a JSON string): 0x30,
+ *     then the bytes with 0x00 escaped as 0x00 0xFF, then 0x00 0x00.
+ * The terminator makes a shorter text sort before its extensions and keeps
+ * composite keys unambiguous ("a","bc" differs from "ab","c").  Text compares
+ * bytewise, i.e. like ORDER BY pk COLLATE "C"; a canonical UUID string (lower
+ * case hex) sorts like PostgreSQL's uuid order.  Why tags and not a schema:
+ * Debezium's JSON key carries no types, and the tag makes the encoding
+ * self-describing, so a key can be printed back as JSON without metadata.
+ *
+ * Value format (version 1).  Decisions users live with, so written down:
+ *   byte 0   format version (1); a reader refuses other versions;
+ *   byte 1   flags: 1 deleted (a tombstone that keeps its version), 2 the row
+ *            was last written by a snapshot read;
+ *   varint   version.epoch, 1 byte version.kind, varint version.lsn (the
+ *            ordering version, see store/apply.c);
+ *   varint   ts_ms (zigzag), the source's commit/snapshot time, for latency;
+ *   row      varint n, then n times (varint column index into the table's
+ *            column list kept in metadata, varint tag, bytes): tag 0 NULL,
+ *            1 unavailable (an unchanged TOASTed value never seen), n + 2 n
+ *            bytes of the value in PostgreSQL's text form.
+ * Columns are stored by index, not name, so that rows stay small; the list is
+ * append-only, so a column added at the source gets a new index and old rows
+ * read it as NULL.  Values are kept in PostgreSQL text form because that is
+ * what COPY ... CSV and the reconciliation hashes need, without conversion.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- Errors ---- */
+
+int cdc__err(cdc_error_t *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+const char *cdc_strerror(int code)
+{
+    switch (code) {
+    case CDC_OK: return "success";
+    case CDC_EINVAL: return "invalid argument";
+    case CDC_EIO: return "input/output error";
+    case CDC_ECORRUPT: return "stored data is corrupt";
+    case CDC_ENOTFOUND: return "not found";
+    case CDC_EDECODE: return "malformed input record";
+    case CDC_ENOMEM: return "out of memory";
+    case CDC_ELOCKED: return "replica directory in use";
+    case CDC_ESTOPPED: return "stopped on a bad record";
+    case CDC_EKAFKA: return "Kafka error";
+    case CDC_ESOURCE: return "source database error";
+    default:
+        if (code < 0 && code > -4096) return strerror(-code);
+        return "unknown error";
+    }
+}
+
+/* ---- Buffers ---- */
+
+void cdc__buf_reserve(cdc__buf *b, size_t extra)
+{
+    if (b->len + extra <= b->cap) return;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + extra) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) abort(); /* out of memory: nothing sensible remains to do */
+    b->p = p;
+    b->cap = cap;
+}
+
+void cdc__buf_put(cdc__buf *b, const void *data, size_t n)
+{
+    cdc__buf_reserve(b, n);
+    if (n) memcpy(b->p + b->len, data, n);
+    b->len += n;
+}
+
+void cdc__buf_putc(cdc__buf *b, char c)
+{
+    cdc__buf_reserve(b, 1);
+    b->p[b->len++] = c;
+}
+
+void cdc__buf_puts(cdc__buf *b, const char *s) { cdc__buf_put(b, s, strlen(s)); }
+
+void cdc__buf_printf(cdc__buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    cdc__buf_reserve(b, (size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void cdc__buf_put_varint(cdc__buf *b, uint64_t v)
+{
+    cdc__buf_reserve(b, 10);
+    while (v >= 0x80) {
+        b->p[b->len++] = (char)(v | 0x80);
+        v >>= 7;
+    }
+    b->p[b->len++] = (char)v;
+}
+
+void cdc__buf_put_u64be(cdc__buf *b, uint64_t v)
+{
+    cdc__buf_reserve(b, 8);
+    for (int i = 7; i >= 0; i--) b->p[b->len++] = (char)(v >> (i * 8));
+}
+
+void cdc__buf_free(cdc__buf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+int cdc__get_varint(const char **p, const char *end, uint64_t *v)
+{
+    uint64_t r = 0;
+    int shift = 0;
+    const unsigned char *q = (const unsigned char *)*p;
+    while ((const char *)q < end && shift < 64) {
+        unsigned char c = *q++;
+        r |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            *v = r;
+            *p = (const char *)q;
+            return 0;
+        }
+        shift += 7;
+    }
+    return -1;
+}
+
+/* ---- Keys ---- */
+
+void cdc__key_add_int(cdc__buf *b, int64_t v)
+{
+    cdc__buf_putc(b, (char)CDC__KEY_INT);
+    cdc__buf_put_u64be(b, (uint64_t)v ^ 0x8000000000000000ULL);
+}
+
+void cdc__key_add_text(cdc__buf *b, const char *s, size_t n)
+{
+    cdc__buf_reserve(b, n + 3);
+    cdc__buf_putc(b, (char)CDC__KEY_TEXT);
+    for (size_t i = 0; i < n; i++) {
+        cdc__buf_putc(b, s[i]);
+        if (s[i] == 0) cdc__buf_putc(b, (char)0xFF);
+    }
+    cdc__buf_putc(b, 0);
+    cdc__buf_putc(b, 0);
+}
+
+static void json_string(cdc__buf *out, const char *s, size_t n)
+{
+    cdc__buf_putc(out, '"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '"': cdc__buf_puts(out, "\\\""); break;
+        case '\\': cdc__buf_puts(out, "\\\\"); break;
+        case '\n': cdc__buf_puts(out, "\\n"); break;
+        case '\r': cdc__buf_puts(out, "\\r"); break;
+        case '\t': cdc__buf_puts(out, "\\t"); break;
+        default:
+            if (c < 0x20) cdc__buf_printf(out, "\\u%04x", c);
+            else cdc__buf_putc(out, (char)c);
+        }
+    }
+    cdc__buf_putc(out, '"');
+}
+
+int cdc__key_to_json(const char *key, size_t len, const char *const *names, size_t nnames,
+                     cdc__buf *out)
+{
+    const unsigned char *p = (const unsigned char *)key, *end = p + len;
+    cdc__buf text = {0};
+    size_t i = 0;
+    cdc__buf_putc(out, names ? '{' : '[');
+    while (p < end) {
+        if (i) cdc__buf_putc(out, ',');
+        if (names) {
+            if (i < nnames) json_string(out, names[i], strlen(names[i]));
+            else cdc__buf_printf(out, "\"key%zu\"", i + 1);
+            cdc__buf_putc(out, ':');
+        }
+        if (*p == CDC__KEY_INT) {
+            if (end - p < 9) goto bad;
+            uint64_t u = 0;
+            for (int k = 1; k <= 8; k++) u = (u << 8) | p[k];
+            cdc__buf_printf(out, "%lld", (long long)(int64_t)(u ^ 0x8000000000000000ULL));
+            p += 9;
+        } else if (*p == CDC__KEY_TEXT) {
+            p++;
+            cdc__buf_reset(&text);
+            for (;;) {
+                if (p >= end) goto bad;
+                if (*p == 0) {
+                    if (p + 1 >= end) goto bad;
+                    if (p[1] == 0) { p += 2; break; }
+                    if (p[1] != 0xFF) goto bad;
+                    cdc__buf_putc(&text, 0);
+                    p += 2;
+                } else {
+                    cdc__buf_putc(&text, (char)*p++);
+                }
+            }
+            json_string(out, text.p ? text.p : "", text.len);
+        } else {
+            goto bad;
+        }
+        i++;
+    }
+    cdc__buf_putc(out, names ? '}' : ']');
+    cdc__buf_free(&text);
+    return 0;
+bad:
+    cdc__buf_free(&text);
+    return CDC_ECORRUPT;
+}
+
+/* ---- Event rows ---- */
+
+void cdc__evrow_add(cdc__buf *b, const char *name, size_t name_len, int tag, const char *v,
+                    size_t vlen)
+{
+    cdc__buf_put_varint(b, name_len);
+    cdc__buf_put(b, name, name_len);
+    if (tag == CDC__V_TEXT) {
+        cdc__buf_put_varint(b, vlen + 2);
+        cdc__buf_put(b, v, vlen);
+    } else {
+        cdc__buf_put_varint(b, (uint64_t)tag);
+    }
+}
+
+/* ---- Stored values ---- */
+
+void cdc__value_encode(cdc__buf *out, int flags, const cdc__version *ver, int64_t ts_ms,
+                       const char *row, size_t row_len)
+{
+    cdc__buf_reserve(out, 32 + row_len);
+    cdc__buf_putc(out, CDC__VALUE_FORMAT);
+    cdc__buf_putc(out, (char)flags);
+    cdc__buf_put_varint(out, ver->epoch);
+    cdc__buf_putc(out, (char)ver->kind);
+    cdc__buf_put_varint(out, ver->lsn);
+    cdc__buf_put_varint(out, ((uint64_t)ts_ms << 1) ^ (uint64_t)(ts_ms >> 63));
+    cdc__buf_put(out, row, row_len);
+}
+
+int cdc__value_decode(const char *v, size_t len, cdc__value *out)
+{
+    const char *p = v, *end = v + len;
+    uint64_t zz;
+    if (len < 5 || (unsigned char)p[0] != CDC__VALUE_FORMAT) return CDC_ECORRUPT;
+    out->flags = (unsigned char)p[1];
+    p += 2;
+    if (cdc__get_varint(&p, end, &out->ver.epoch)) return CDC_ECORRUPT;
+    if (p >= end) return CDC_ECORRUPT;
+    out->ver.kind = (unsigned char)*p++;
+    if (cdc__get_varint(&p, end, &out->ver.lsn)) return CDC_ECORRUPT;
+    if (cdc__get_varint(&p, end, &zz)) return CDC_ECORRUPT;
+    out->ts_ms = (int64_t)((zz >> 1) ^ (~(zz & 1) + 1));
+    out->row = p;
+    out->row_len = (size_t)(end - p);
+    return 0;
+}

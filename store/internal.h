@@ -1,0 +1,148 @@
+/*
+ * internal.h: declarations shared by the library's files and not part of the
+ * API (cdc__ prefix).  Buffers, varints, the key and row codecs, the decoded
+ * event handed from the decoder (ingest/decode.c) to the guarded apply
+ * (store/apply.c), and the store internals the query files use.
+ */
+#ifndef CDC_INTERNAL_H
+#define CDC_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cdcstore.h"
+
+#define CDC__UNUSED(x) ((void)(x))
+
+/* ---- Errors ---- */
+
+/* Fills err (when not NULL) and returns code. */
+int cdc__err(cdc_error_t *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- Growable buffer ---- */
+
+typedef struct cdc__buf {
+    char *p;
+    size_t len, cap;
+} cdc__buf;
+
+void cdc__buf_reserve(cdc__buf *b, size_t extra);
+void cdc__buf_put(cdc__buf *b, const void *data, size_t n);
+void cdc__buf_putc(cdc__buf *b, char c);
+void cdc__buf_puts(cdc__buf *b, const char *s);
+void cdc__buf_printf(cdc__buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cdc__buf_put_varint(cdc__buf *b, uint64_t v);
+void cdc__buf_put_u64be(cdc__buf *b, uint64_t v);
+void cdc__buf_free(cdc__buf *b);
+static inline void cdc__buf_reset(cdc__buf *b) { b->len = 0; }
+
+/* Reads a varint at *p (not past end); advances *p.  0 ok, -1 truncated. */
+int cdc__get_varint(const char **p, const char *end, uint64_t *v);
+
+/* ---- Key codec (store/codec.c) ---- */
+
+/* Element tags of the order-preserving key encoding. */
+enum { CDC__KEY_INT = 0x20, CDC__KEY_TEXT = 0x30 };
+
+void cdc__key_add_int(cdc__buf *b, int64_t v);
+void cdc__key_add_text(cdc__buf *b, const char *s, size_t n);
+/* Appends the key as a JSON object using names (n of them) to out; when
+ * names is NULL, a JSON array.  0 ok, CDC_ECORRUPT on a bad encoding. */
+int cdc__key_to_json(const char *key, size_t len, const char *const *names, size_t nnames,
+                     cdc__buf *out);
+
+/* ---- Event rows (decoder -> apply) ---- */
+
+/* Value tags in an event row: 0 = NULL, 1 = unavailable (unchanged TOAST),
+ * n + 2 = n bytes of text follow. */
+enum { CDC__V_NULL = 0, CDC__V_UNAVAILABLE = 1, CDC__V_TEXT = 2 };
+
+/* Event row: varint ncols, then per column: varint name length, name bytes,
+ * varint tag, value bytes. */
+void cdc__evrow_add(cdc__buf *b, const char *name, size_t name_len, int tag, const char *v,
+                    size_t vlen);
+
+/* Ordering version: compared as (epoch, kind, lsn). */
+typedef struct cdc__version {
+    uint64_t epoch;
+    uint32_t kind;
+    uint64_t lsn;
+} cdc__version;
+
+enum { CDC__KIND_GAP = 0, CDC__KIND_SNAPSHOT = 1, CDC__KIND_STREAM = 2 };
+
+static inline int cdc__version_cmp(const cdc__version *a, const cdc__version *b)
+{
+    if (a->epoch != b->epoch) return a->epoch < b->epoch ? -1 : 1;
+    if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+    if (a->lsn != b->lsn) return a->lsn < b->lsn ? -1 : 1;
+    return 0;
+}
+
+/* Debezium's source.snapshot field. */
+enum {
+    CDC__SNAP_NONE = 0,   /* streamed change ("false" or absent) */
+    CDC__SNAP_TRUE,       /* "true", "first", "first_in_data_collection" */
+    CDC__SNAP_LAST,       /* "last" or "last_in_data_collection": the table's snapshot is complete */
+    CDC__SNAP_INCREMENTAL /* "incremental" (no LSN) */
+};
+
+/* One decoded change event. Owned buffers are freed by cdc__event_free. */
+typedef struct cdc__event {
+    char op;               /* 'c', 'u', 'd', 'r', 't' (truncate), 'm' (message, no row) */
+    int snapshot;          /* CDC__SNAP_* */
+    uint64_t lsn;
+    int64_t ts_ms;         /* source.ts_ms (envelope ts_ms when absent) */
+    char *table;           /* "schema.table", malloc'd */
+    cdc__buf key;          /* encoded primary key */
+    cdc__buf keycols;      /* varint n, then n x (varint len, name) */
+    cdc__buf row;          /* event row of after (c, u, r) or before (d), may be empty */
+    int nunavailable;      /* columns carrying the TOAST placeholder */
+} cdc__event;
+
+void cdc__event_free(cdc__event *ev);
+
+/* ---- Decoder (ingest/decode.c) ---- */
+
+/* Read-only settings the decoder consults: NUMERIC scales declared per
+ * column.  Returns the scale, or -1 when none is declared. */
+typedef int (*cdc__scale_fn)(void *opaque, const char *table, const char *column);
+
+/* Decodes one record.  Returns 0 and fills *ev; or 1 for a Kafka tombstone
+ * (nothing to apply, ev untouched); or CDC_EDECODE with err naming the
+ * problem (the caller dead-letters the record with its position).
+ * table_hint is the table derived from the topic (may be NULL). */
+int cdc__decode_record(const cdc_record_t *rec, cdc__scale_fn scale, void *scale_opaque,
+                       cdc__event *ev, cdc_error_t *err);
+
+/* Parses a key given as JSON (an object naming the key columns, or an array
+ * of the values in key order) into the key encoding.  keycols may be NULL
+ * when the table's key columns are unknown (then only arrays are accepted).
+ * Errors: CDC_EINVAL. */
+int cdc__decode_key_json(const char *json, const char *const *keycols, size_t nkey,
+                         cdc__buf *out, cdc_error_t *err);
+
+/* Maps a Debezium topic "prefix.schema.table" to "schema.table" in out
+ * (size outsz).  0 ok, -1 when the topic does not have three parts. */
+int cdc__table_from_topic(const char *topic, char *out, size_t outsz);
+
+/* ---- Stored values (store/codec.c) ---- */
+
+#define CDC__VALUE_FORMAT 1
+enum { CDC__F_DELETED = 1, CDC__F_SNAPSHOT = 2 };
+
+typedef struct cdc__value {
+    int flags;
+    cdc__version ver;
+    int64_t ts_ms;
+    const char *row;       /* stored row: varint n, n x (varint col index, varint tag, bytes) */
+    size_t row_len;
+} cdc__value;
+
+void cdc__value_encode(cdc__buf *out, int flags, const cdc__version *ver, int64_t ts_ms,
+                       const char *row, size_t row_len);
+/* 0 ok, CDC_ECORRUPT. row points into v. */
+int cdc__value_decode(const char *v, size_t len, cdc__value *out);
+
+#endif
