@@ -12,6 +12,7 @@
 #   status    say what runs (exit 0 when all three components are up, 3 if not)
 #   env       print shell exports: PG*, KAFKA_BROKERS, CONNECT_URL, ...
 #   psql      run psql in database shop as the application role (args passed on)
+#   kafka-topics ARGS  Kafka's TopicCommand against the stack's broker
 #   reset-db  drop and recreate database shop from schema.sql (connectors must
 #             have been deleted first; their replication slots are dropped)
 #
@@ -630,6 +631,11 @@ cmd_psql() {
     pg_psql "$PG_APP_USER" "$PG_DB" "$@"
 }
 
+cmd_kafka_topics() {
+    kafka_java -Xmx256m -Dstack.log.file="$LOGS/kafka-tools.log" -cp "$(java_classpath)" \
+        org.apache.kafka.tools.TopicCommand --bootstrap-server "$STACK_HOST:$STACK_KAFKA_PORT" "$@"
+}
+
 cmd_reset_db() {
     pid_alive "$(pg_pid)" || die "reset-db: postgres is not running (stack.sh up)"
     local active
@@ -654,6 +660,7 @@ main() {
     env) cmd_env ;;
     psql) cmd_psql "$@" ;;
     reset-db) cmd_reset_db ;;
+    kafka-topics) cmd_kafka_topics "$@" ;;
     *)
         sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2
         exit 2
