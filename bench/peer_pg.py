@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Peer (a): the design document's apply_batch MERGE procedure on a PostgreSQL 15 started here.
+
+The server is a throwaway cluster: initdb in a temporary directory as the `postgres` user
+(`runuser -u postgres`), listening on 127.0.0.1 only (port 55499 by default), default settings
+(so fsync and synchronous_commit on, shared_buffers 128 MB), stopped and removed at the end. The
+events are loaded into cdc_events first (COPY, not timed), then for each batch size the replica is
+recreated, a CHECKPOINT is taken, and one psql session runs `CALL apply_batch(from, to)` for each
+batch of N lines; the time between the first and the last CALL is the figure. The replica's final
+state (items_current ORDER BY id, COPY CSV HEADER) must equal the expected CSV. Memory is the peak
+RSS (VmHWM) of the backend that ran the CALLs; disk is pg_total_relation_size(items_replica).
+"""
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import compare_csv, count_lines, result  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def find_pg_bin():
+    for d in ("/usr/lib/postgresql/15/bin",):
+        if os.path.exists(os.path.join(d, "initdb")):
+            return d
+    p = shutil.which("initdb")
+    return os.path.dirname(os.path.realpath(p)) if p else None
+
+
+class Cluster:
+    def __init__(self, port, workdir):
+        self.port = port
+        self.bindir = find_pg_bin()
+        if not self.bindir:
+            raise RuntimeError("PostgreSQL 15 binaries (initdb) not found")
+        self.dir = tempfile.mkdtemp(prefix="cdcbench-pg-", dir=workdir)
+        os.chmod(self.dir, 0o755)
+        self.data = os.path.join(self.dir, "data")
+        self.log = os.path.join(self.dir, "server.log")
+        shutil.chown(self.dir, "postgres", "postgres")
+        self.started = False
+
+    def as_postgres(self, *cmd):
+        return subprocess.run(["runuser", "-u", "postgres", "--", *cmd], check=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def start(self):
+        self.as_postgres(os.path.join(self.bindir, "initdb"), "-D", self.data, "--auth=trust",
+                         "-U", "postgres", "--encoding=UTF8", "--locale=C")
+        opts = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1"
+        self.as_postgres(os.path.join(self.bindir, "pg_ctl"), "-D", self.data, "-l", self.log,
+                         "-o", opts, "-w", "start")
+        self.started = True
+        self.psql("postgres", "-c", "CREATE DATABASE bench")
+
+    def stop(self):
+        if self.started:
+            try:
+                self.as_postgres(os.path.join(self.bindir, "pg_ctl"), "-D", self.data, "-m",
+                                 "fast", "-w", "stop")
+            except subprocess.CalledProcessError as e:
+                print(e.stdout, file=sys.stderr)
+            self.started = False
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def psql(self, db, *args, capture=True):
+        cmd = ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p",
+               str(self.port), "-U", "postgres", "-d", db, *args]
+        r = subprocess.run(cmd, stdout=subprocess.PIPE if capture else None,
+                           stderr=subprocess.PIPE, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"psql failed ({' '.join(args)[:200]}): {r.stderr.strip()[:2000]}")
+        return r.stdout
+
+
+def load_events(cluster, events, tmp):
+    """COPY the events into cdc_events(kafka_offset = line number, msg_key, value jsonb)."""
+    staged = os.path.join(tmp, "events.csv")
+    n = 0
+    with open(events, encoding="utf-8") as f, open(staged, "w", encoding="utf-8", newline="") as o:
+        w = csv.writer(o, lineterminator="\n")
+        for n, line in enumerate(f, 1):
+            rec = json.loads(line)
+            key = json.loads(rec["key"])["id"]
+            w.writerow((n, key, rec["payload"] if rec["payload"] is not None else None))
+    # csv.writer writes None as an empty unquoted field, which COPY CSV reads as NULL.
+    cluster.psql("bench", "-c", "DROP TABLE IF EXISTS cdc_events")
+    cluster.psql("bench", "-f", os.path.join(HERE, "apply_batch.sql"))
+    cluster.psql("bench", "-c", f"\\copy cdc_events FROM '{staged}' CSV")
+    cluster.psql("bench", "-c", "VACUUM ANALYZE cdc_events")
+    os.unlink(staged)
+    return n
+
+
+def run_batch_size(cluster, n_events, batch, expected, tmp):
+    cluster.psql("bench", "-f", os.path.join(HERE, "apply_batch.sql"))
+    cluster.psql("bench", "-c", "CHECKPOINT")
+    script = os.path.join(tmp, f"calls-{batch}.sql")
+    with open(script, "w") as f:
+        f.write("SELECT pg_backend_pid() AS bpid \\gset\n\\setenv BPID :bpid\n")
+        f.write("SELECT 'T0 ' || extract(epoch from clock_timestamp());\n")
+        for lo in range(0, n_events, batch):
+            f.write(f"CALL apply_batch({lo}, {min(lo + batch, n_events)});\n")
+        f.write("SELECT 'T1 ' || extract(epoch from clock_timestamp());\n")
+        f.write("\\! grep VmHWM /proc/$BPID/status\n")
+    out = cluster.psql("bench", "-f", script)
+    t0 = t1 = hwm = None
+    for line in out.splitlines():
+        if line.startswith("T0 "):
+            t0 = float(line[3:])
+        elif line.startswith("T1 "):
+            t1 = float(line[3:])
+        elif line.startswith("VmHWM:"):
+            hwm = int(line.split()[1]) * 1024
+    got = os.path.join(tmp, f"pg-{batch}.csv")
+    cluster.psql("bench", "-c",
+                 f"\\copy (SELECT * FROM items_current ORDER BY id) TO '{got}' CSV HEADER")
+    verified = compare_csv(expected, got)
+    disk = int(cluster.psql("bench", "-c",
+                            "SELECT pg_total_relation_size('items_replica')").strip())
+    return t1 - t0, hwm, disk, verified
+
+
+def main():
+    p = argparse.ArgumentParser(description="apply_batch MERGE on PostgreSQL 15")
+    p.add_argument("--events", required=True)
+    p.add_argument("--expected", required=True)
+    p.add_argument("--batch", type=int, action="append", required=True)
+    p.add_argument("--port", type=int, default=55499)
+    p.add_argument("--workdir", default=tempfile.gettempdir())
+    p.add_argument("--results")
+    a = p.parse_args()
+    n_lines = count_lines(a.events)
+    cluster = None
+    tmp = tempfile.mkdtemp(prefix="cdcbench-pgwork-", dir=a.workdir)
+    try:
+        cluster = Cluster(a.port, a.workdir)
+        cluster.start()
+        version = cluster.psql("bench", "-c", "SHOW server_version").strip()
+        t = time.monotonic()
+        n = load_events(cluster, a.events, tmp)
+        load_s = time.monotonic() - t
+        assert n == n_lines, (n, n_lines)
+        for batch in a.batch:
+            secs, hwm, disk, verified = run_batch_size(cluster, n, batch, a.expected, tmp)
+            result(a.results, peer="postgres", batch=batch, events=n, seconds=secs,
+                   peak_rss_bytes=hwm, disk_bytes=disk,
+                   status="ok" if verified == "ok" else "failed", verified=verified,
+                   note=f"PostgreSQL {version}, default settings; load into cdc_events "
+                        f"{load_s:.1f} s not timed; memory = VmHWM of the backend "
+                        f"(includes shared_buffers pages it touched)")
+    except Exception as e:  # report, never hide: the driver records the reason
+        for batch in a.batch:
+            result(a.results, peer="postgres", batch=batch, events=n_lines, status="failed",
+                   verified="not run", note=f"{type(e).__name__}: {e}"[:500])
+        return 1
+    finally:
+        if cluster:
+            cluster.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
