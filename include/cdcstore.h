@@ -170,6 +170,29 @@ CDC_API int cdc_store_apply(cdc_store_t *st, const cdc_record_t *recs, size_t n,
 CDC_API int cdc_store_position(cdc_store_t *st, const char *topic, int32_t partition,
                                int64_t *offset, cdc_error_t *err);
 
+/* ---- Applying input files ---- */
+
+typedef struct cdc_file_options {
+    size_t batch_size;              /* records per batch; 0: 10,000 */
+    cdc_apply_options_t apply;
+    /* Called after every batch with the running totals and the bytes read so
+     * far; may be NULL. */
+    void (*progress)(void *opaque, const cdc_apply_result_t *total, uint64_t bytes_read);
+    void *progress_opaque;
+    volatile int *stop;             /* when it becomes non-zero, stop after the batch */
+} cdc_file_options_t;
+
+/* Applies a file of Kafka records, one JSON object per line, in batches:
+ * either the format `kcat -C -J` prints ({"topic", "partition", "offset",
+ * "key", "payload"}, payload null for a tombstone, key and payload as JSON
+ * strings) or bare Debezium envelopes (without positions; the key is then
+ * taken from the row, see ingest/decode.c).  path "-" reads standard input.
+ * Blank lines are skipped.  A line that is not a JSON object is dead-lettered
+ * with its file and line number.  total may be NULL.
+ * Errors: -errno when the file cannot be read, those of cdc_store_apply(). */
+CDC_API int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_options_t *opts,
+                                 cdc_apply_result_t *total, cdc_error_t *err);
+
 /* ---- Reading rows ---- */
 
 /* One row as stored.  Every pointer borrows from the iterator (or from the
@@ -228,6 +251,30 @@ CDC_API void cdc_strings_free(char **names, size_t n);
 CDC_API int cdc_store_get(cdc_store_t *st, const char *table, const char *key_json,
                           cdc_row_t *row, cdc_error_t *err);
 
+/* ---- Export ---- */
+
+enum { CDC_FORMAT_CSV = 0, CDC_FORMAT_NDJSON = 1 };
+
+typedef struct cdc_export_options {
+    int format;              /* CDC_FORMAT_CSV (default) or CDC_FORMAT_NDJSON */
+    int header;              /* CSV: 1 writes the header line */
+    int meta;                /* 1: add __lsn and __deleted, include deleted rows */
+    const char *lower_json;  /* key bounds as in cdc_iter_options_t; NULL = open */
+    const char *upper_json;
+    /* Called every 100,000 rows with the count so far; may be NULL. */
+    void (*progress)(void *opaque, uint64_t rows, uint64_t bytes);
+    void *progress_opaque;
+} cdc_export_options_t;
+
+/* Writes the view of table in key order to file descriptor fd: CSV that
+ * PostgreSQL's COPY ... FROM ... (FORMAT csv, HEADER) loads back unchanged
+ * (NULL is an unquoted empty field, the empty string is ""), or one JSON
+ * object per line (values as strings, NULL as null).  *rows (may be NULL)
+ * receives the number of rows written.
+ * Errors: CDC_ENOTFOUND for an unknown table, -errno on a write error. */
+CDC_API int cdc_export_fd(cdc_store_t *st, const char *table, const cdc_export_options_t *opts,
+                          int fd, uint64_t *rows, cdc_error_t *err);
+
 /* ---- Counters ---- */
 
 typedef struct cdc_stats {
@@ -243,6 +290,8 @@ typedef struct cdc_stats {
     uint64_t dead_letters;
     uint64_t rows_live;          /* non-deleted rows (maintained on apply) */
     uint64_t rows_deleted;       /* tombstones kept */
+    uint64_t other_events;       /* events that carry no row change (op "m") */
+    uint64_t placeholders_unresolved; /* unchanged TOASTed columns with no stored value to keep */
 } cdc_stats_t;
 
 /* Counters for one table, or the totals when table is NULL.

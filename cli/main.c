@@ -1,0 +1,571 @@
+/*
+ * main.c: the cdcstore command.  Each subcommand is a thin layer over the
+ * library's API (include/cdcstore.h): parse options, open the replica, call,
+ * print.  Exit status: 0 success, 1 error, 2 usage error, 3 the run finished
+ * but wrote dead letters, 4 the run stopped at a bad record (--on-error stop).
+ */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cdcstore.h"
+#include "cli.h"
+
+enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_DEAD = 3, EXIT_STOPPED = 4 };
+
+/* ---- Logging ---- */
+
+int cli_log_json = 0;
+int cli_log_level = CDC_LOG_INFO;
+
+static void json_escape(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+}
+
+void cli_log(void *opaque, int level, const char *facility, const char *msg)
+{
+    (void)opaque;
+    if (level > cli_log_level) return;
+    const char *lv = level <= CDC_LOG_ERROR ? "error" : level == CDC_LOG_WARN ? "warn"
+                     : level == CDC_LOG_INFO ? "info" : "debug";
+    if (cli_log_json) {
+        fprintf(stderr, "{\"ts\":%lld,\"level\":\"%s\",\"facility\":\"%s\",\"msg\":\"", (long long)time(NULL), lv,
+                facility);
+        json_escape(stderr, msg);
+        fputs("\"}\n", stderr);
+    } else {
+        fprintf(stderr, "cdcstore: %s: %s: %s\n", lv, facility, msg);
+    }
+}
+
+int cli_open(const char *db, int create, int read_only, cdc_store_t **st)
+{
+    cdc_open_options_t o = {.create_if_missing = create, .read_only = read_only, .log = cli_log};
+    cdc_error_t e = {0};
+    if (!db) {
+        fprintf(stderr, "cdcstore: --db DIR is required\n");
+        return EXIT_USAGE;
+    }
+    int rc = cdc_store_open(db, &o, st, &e);
+    if (rc) {
+        fprintf(stderr, "cdcstore: %s\n", e.msg);
+        return EXIT_ERR;
+    }
+    return 0;
+}
+
+int cli_fail(const cdc_error_t *e, int rc)
+{
+    fprintf(stderr, "cdcstore: %s (%s)\n", e->msg[0] ? e->msg : cdc_strerror(rc), cdc_strerror(rc));
+    return EXIT_ERR;
+}
+
+/* ---- apply ---- */
+
+static volatile int stop_flag;
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+typedef struct progress {
+    int tty;
+    double start;
+    double last;
+} progress;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void apply_progress(void *opaque, const cdc_apply_result_t *t, uint64_t bytes)
+{
+    progress *p = opaque;
+    double n = now();
+    if (!p->tty || n - p->last < 0.5) return;
+    p->last = n;
+    fprintf(stderr, "\r%llu records (%.1f MB), %.0f records/s, %llu applied, %llu dead letters   ",
+            (unsigned long long)t->read, bytes / 1e6, t->read / (n - p->start + 1e-9),
+            (unsigned long long)t->applied, (unsigned long long)t->dead_letters);
+}
+
+static const char *apply_usage =
+    "usage: cdcstore apply --db DIR [--batch-size N] [--on-error continue|stop]\n"
+    "                      [--decimal SCHEMA.TABLE.COLUMN=SCALE]... [--sync] FILE...\n"
+    "Applies Kafka records (kcat -C -J lines, or bare Debezium envelopes; - is stdin)\n"
+    "to the replica in DIR (created when absent), batch by batch, guarded by the\n"
+    "ordering version.  Bad records go to the dead-letter store (cdcstore dlq list).\n"
+    "  --batch-size N     records per atomic batch (default 10000)\n"
+    "  --on-error MODE    continue (default): dead-letter and go on; stop: stop at the\n"
+    "                     first bad record, after applying the records before it\n"
+    "  --decimal T.C=S    the column's NUMERIC values arrive as Debezium's base64\n"
+    "                     'precise' encoding with scale S (remembered by the replica)\n"
+    "  --sync             fsync every batch\n"
+    "  --quiet            no summary line\n";
+
+static int cmd_apply(int argc, char **argv)
+{
+    const char *db = NULL;
+    cdc_file_options_t fo = {0};
+    int quiet = 0;
+    char **decimals = calloc((size_t)argc + 1, sizeof *decimals);
+    int ndec = 0;
+    static struct option lo[] = {{"db", 1, 0, 'd'},       {"batch-size", 1, 0, 'b'}, {"on-error", 1, 0, 'e'},
+                                 {"decimal", 1, 0, 'D'},  {"sync", 0, 0, 's'},       {"quiet", 0, 0, 'q'},
+                                 {"help", 0, 0, 'h'},     {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "d:b:e:D:sqh", lo, NULL)) != -1) {
+        switch (c) {
+        case 'd': db = optarg; break;
+        case 'b': fo.batch_size = strtoul(optarg, NULL, 10); break;
+        case 'e':
+            if (!strcmp(optarg, "stop")) fo.apply.on_error = CDC_ON_ERROR_STOP;
+            else if (!strcmp(optarg, "continue")) fo.apply.on_error = CDC_ON_ERROR_CONTINUE;
+            else { fprintf(stderr, "cdcstore apply: --on-error takes continue or stop\n"); free(decimals); return EXIT_USAGE; }
+            break;
+        case 'D': decimals[ndec++] = optarg; break;
+        case 's': fo.apply.sync = 1; break;
+        case 'q': quiet = 1; break;
+        case 'h': fputs(apply_usage, stdout); free(decimals); return EXIT_OK;
+        default: fputs(apply_usage, stderr); free(decimals); return EXIT_USAGE;
+        }
+    }
+    if (optind >= argc || !db) {
+        fputs(apply_usage, stderr);
+        free(decimals);
+        return EXIT_USAGE;
+    }
+    cdc_store_t *st;
+    int r = cli_open(db, 1, 0, &st);
+    if (r) { free(decimals); return r; }
+    cdc_error_t e = {0};
+    for (int i = 0; i < ndec; i++) {
+        char *spec = decimals[i], *eq = strrchr(spec, '='), *dot = eq ? memrchr(spec, '.', (size_t)(eq - spec)) : NULL;
+        if (!eq || !dot) {
+            fprintf(stderr, "cdcstore apply: --decimal %s: expected SCHEMA.TABLE.COLUMN=SCALE\n", spec);
+            cdc_store_close(st);
+            free(decimals);
+            return EXIT_USAGE;
+        }
+        char table[512], col[256];
+        snprintf(table, sizeof table, "%.*s", (int)(dot - spec), spec);
+        snprintf(col, sizeof col, "%.*s", (int)(eq - dot - 1), dot + 1);
+        if (cdc_store_set_decimal_scale(st, table, col, atoi(eq + 1), &e)) {
+            r = cli_fail(&e, e.code);
+            cdc_store_close(st);
+            free(decimals);
+            return r;
+        }
+    }
+    free(decimals);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    progress pg = {isatty(2), now(), 0};
+    fo.progress = apply_progress;
+    fo.progress_opaque = &pg;
+    fo.stop = &stop_flag;
+    cdc_apply_result_t all = {0};
+    int status = EXIT_OK;
+    for (int i = optind; i < argc && !stop_flag; i++) {
+        cdc_apply_result_t t;
+        int rc = cdc_store_apply_file(st, argv[i], &fo, &t, &e);
+        all.read += t.read;
+        all.applied += t.applied;
+        all.stale += t.stale;
+        all.duplicate += t.duplicate;
+        all.tombstones += t.tombstones;
+        all.dead_letters += t.dead_letters;
+        if (rc == CDC_ESTOPPED) {
+            fprintf(stderr, "cdcstore: %s\n", e.msg);
+            status = EXIT_STOPPED;
+            break;
+        }
+        if (rc) {
+            status = cli_fail(&e, rc);
+            break;
+        }
+    }
+    if (pg.tty) fputc('\n', stderr);
+    double secs = now() - pg.start;
+    if (!quiet)
+        fprintf(stderr,
+                "cdcstore apply: %llu records in %.2f s (%.0f records/s): %llu applied, %llu stale, "
+                "%llu duplicate, %llu tombstones, %llu dead letters%s\n",
+                (unsigned long long)all.read, secs, all.read / (secs + 1e-9), (unsigned long long)all.applied,
+                (unsigned long long)all.stale, (unsigned long long)all.duplicate,
+                (unsigned long long)all.tombstones, (unsigned long long)all.dead_letters,
+                stop_flag ? " (interrupted)" : "");
+    cdc_store_close(st);
+    if (status == EXIT_OK && all.dead_letters) {
+        fprintf(stderr, "cdcstore apply: %llu dead letters written; see `cdcstore dlq list --db %s`\n",
+                (unsigned long long)all.dead_letters, db);
+        status = EXIT_DEAD;
+    }
+    return status;
+}
+
+/* ---- export ---- */
+
+static void export_progress(void *opaque, uint64_t rows, uint64_t bytes)
+{
+    progress *p = opaque;
+    if (!p->tty) return;
+    double n = now();
+    fprintf(stderr, "\r%llu rows, %.1f MB, %.0f rows/s   ", (unsigned long long)rows, bytes / 1e6,
+            rows / (n - p->start + 1e-9));
+}
+
+static const char *export_usage =
+    "usage: cdcstore export --db DIR --table SCHEMA.TABLE [--format csv|ndjson] [--meta]\n"
+    "                       [--where-key-range LOW:HIGH] [--output FILE] [--no-header]\n"
+    "Writes the table's non-deleted rows in primary-key order.  CSV loads back with\n"
+    "COPY t FROM 'file' (FORMAT csv, HEADER).  --meta adds __lsn and __deleted and\n"
+    "includes deleted rows.  LOW and HIGH are keys as JSON ([10] or {\"id\":10});\n"
+    "either may be empty; LOW is inclusive, HIGH exclusive.\n";
+
+int cli_parse_range(const char *spec, char **lo, char **hi)
+{
+    /* The split is the ':' that is outside any JSON string or bracket. */
+    int depth = 0, instr = 0;
+    for (const char *p = spec; *p; p++) {
+        if (instr) {
+            if (*p == '\\' && p[1]) p++;
+            else if (*p == '"') instr = 0;
+            continue;
+        }
+        if (*p == '"') instr = 1;
+        else if (*p == '[' || *p == '{') depth++;
+        else if (*p == ']' || *p == '}') depth--;
+        else if (*p == ':' && depth == 0) {
+            *lo = p == spec ? NULL : strndup(spec, (size_t)(p - spec));
+            *hi = p[1] ? strdup(p + 1) : NULL;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int cmd_export(int argc, char **argv)
+{
+    const char *db = NULL, *table = NULL, *output = NULL;
+    cdc_export_options_t eo = {.header = 1};
+    char *lo_key = NULL, *hi_key = NULL;
+    static struct option lo[] = {{"db", 1, 0, 'd'},     {"table", 1, 0, 't'},     {"format", 1, 0, 'f'},
+                                 {"meta", 0, 0, 'm'},   {"output", 1, 0, 'o'},    {"where-key-range", 1, 0, 'r'},
+                                 {"no-header", 0, 0, 'H'}, {"help", 0, 0, 'h'},   {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "d:t:f:mo:r:Hh", lo, NULL)) != -1) {
+        switch (c) {
+        case 'd': db = optarg; break;
+        case 't': table = optarg; break;
+        case 'f':
+            if (!strcmp(optarg, "csv")) eo.format = CDC_FORMAT_CSV;
+            else if (!strcmp(optarg, "ndjson")) eo.format = CDC_FORMAT_NDJSON;
+            else { fprintf(stderr, "cdcstore export: --format takes csv or ndjson\n"); return EXIT_USAGE; }
+            break;
+        case 'm': eo.meta = 1; break;
+        case 'o': output = optarg; break;
+        case 'H': eo.header = 0; break;
+        case 'r':
+            if (cli_parse_range(optarg, &lo_key, &hi_key)) {
+                fprintf(stderr, "cdcstore export: --where-key-range %s: expected LOW:HIGH\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'h': fputs(export_usage, stdout); return EXIT_OK;
+        default: fputs(export_usage, stderr); return EXIT_USAGE;
+        }
+    }
+    if (!table || !db) {
+        fputs(export_usage, stderr);
+        return EXIT_USAGE;
+    }
+    eo.lower_json = lo_key;
+    eo.upper_json = hi_key;
+    cdc_store_t *st;
+    int r = cli_open(db, 0, 1, &st);
+    if (r) return r;
+    int fd = 1;
+    if (output) {
+        fd = cli_open_output(output);
+        if (fd < 0) {
+            cdc_store_close(st);
+            return EXIT_ERR;
+        }
+    }
+    progress pg = {isatty(2) && output, now(), 0};
+    eo.progress = export_progress;
+    eo.progress_opaque = &pg;
+    cdc_error_t e = {0};
+    uint64_t rows = 0;
+    int rc = output ? cli_export_file(st, table, &eo, fd, &rows, &e) : cdc_export_fd(st, table, &eo, fd, &rows, &e);
+    if (pg.tty) fputc('\n', stderr);
+    if (output) close(fd);
+    cdc_store_close(st);
+    free(lo_key);
+    free(hi_key);
+    if (rc) return cli_fail(&e, rc);
+    return EXIT_OK;
+}
+
+/* ---- get ---- */
+
+static int cmd_get(int argc, char **argv)
+{
+    const char *db = NULL, *table = NULL;
+    static struct option lo[] = {{"db", 1, 0, 'd'}, {"table", 1, 0, 't'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    const char *usage = "usage: cdcstore get --db DIR --table SCHEMA.TABLE KEYJSON\n"
+                        "Prints the stored row of one key as JSON, with its version and deleted flag.\n"
+                        "KEYJSON is {\"order_id\": 2} or [2].  Exit status 1 when the key is absent.\n";
+    int c;
+    while ((c = getopt_long(argc, argv, "d:t:h", lo, NULL)) != -1) {
+        if (c == 'd') db = optarg;
+        else if (c == 't') table = optarg;
+        else if (c == 'h') { fputs(usage, stdout); return EXIT_OK; }
+        else { fputs(usage, stderr); return EXIT_USAGE; }
+    }
+    if (!db || !table || optind != argc - 1) {
+        fputs(usage, stderr);
+        return EXIT_USAGE;
+    }
+    cdc_store_t *st;
+    int r = cli_open(db, 0, 1, &st);
+    if (r) return r;
+    cdc_row_t row;
+    cdc_error_t e = {0};
+    int rc = cdc_store_get(st, table, argv[optind], &row, &e);
+    if (rc) {
+        cdc_store_close(st);
+        return cli_fail(&e, rc);
+    }
+    printf("{\"key\":%s,\"deleted\":%s,\"snapshot\":%s,\"version\":{\"epoch\":%llu,\"kind\":%u,\"lsn\":%llu},"
+           "\"ts_ms\":%lld,\"row\":{",
+           row.key_json, row.deleted ? "true" : "false", row.from_snapshot ? "true" : "false",
+           (unsigned long long)row.epoch, row.kind, (unsigned long long)row.lsn, (long long)row.ts_ms);
+    for (size_t i = 0; i < row.ncols; i++) {
+        printf("%s\"", i ? "," : "");
+        json_escape(stdout, row.names[i]);
+        printf("\":");
+        if (!row.values[i]) printf("null");
+        else {
+            char *v = strndup(row.values[i], row.lens[i]);
+            putchar('"');
+            json_escape(stdout, v);
+            putchar('"');
+            free(v);
+        }
+    }
+    printf("}}\n");
+    cdc_store_close(st);
+    return EXIT_OK;
+}
+
+/* ---- stats ---- */
+
+static void print_stats(const char *name, const cdc_stats_t *s, int json, int first)
+{
+    const char *names[] = {"events_read", "applied", "stale", "duplicate", "tombstones", "deletes",
+                           "resurrections_blocked", "placeholders_kept", "placeholders_unresolved",
+                           "gap_deletes", "other_events", "dead_letters", "rows_live", "rows_deleted"};
+    uint64_t v[] = {s->events_read, s->applied, s->stale, s->duplicate, s->tombstones, s->deletes,
+                    s->resurrections_blocked, s->placeholders_kept, s->placeholders_unresolved, s->gap_deletes,
+                    s->other_events, s->dead_letters, s->rows_live, s->rows_deleted};
+    size_t n = sizeof v / sizeof v[0];
+    if (json) {
+        printf("%s\"%s\":{", first ? "" : ",", name);
+        for (size_t i = 0; i < n; i++) printf("%s\"%s\":%llu", i ? "," : "", names[i], (unsigned long long)v[i]);
+        printf("}");
+    } else {
+        printf("%s\n", name);
+        for (size_t i = 0; i < n; i++) printf("  %-24s %llu\n", names[i], (unsigned long long)v[i]);
+    }
+}
+
+static int cmd_stats(int argc, char **argv)
+{
+    const char *db = NULL, *only = NULL;
+    int json = 0;
+    static struct option lo[] = {{"db", 1, 0, 'd'}, {"json", 0, 0, 'j'}, {"table", 1, 0, 't'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    const char *usage = "usage: cdcstore stats --db DIR [--table SCHEMA.TABLE] [--json]\n"
+                        "Prints the replica's counters per table and in total.\n";
+    int c;
+    while ((c = getopt_long(argc, argv, "d:jt:h", lo, NULL)) != -1) {
+        if (c == 'd') db = optarg;
+        else if (c == 'j') json = 1;
+        else if (c == 't') only = optarg;
+        else if (c == 'h') { fputs(usage, stdout); return EXIT_OK; }
+        else { fputs(usage, stderr); return EXIT_USAGE; }
+    }
+    cdc_store_t *st;
+    int r = cli_open(db, 0, 1, &st);
+    if (r) return r;
+    cdc_error_t e = {0};
+    char **tables;
+    size_t n;
+    cdc_store_tables(st, &tables, &n, &e);
+    cdc_stats_t s;
+    int rc = 0;
+    if (json) printf("{\"tables\":{");
+    int first = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (only && strcmp(only, tables[i])) continue;
+        if ((rc = cdc_store_stats(st, tables[i], &s, &e))) break;
+        print_stats(tables[i], &s, json, first);
+        first = 0;
+    }
+    if (json) printf("}");
+    if (!rc && !only) {
+        rc = cdc_store_stats(st, NULL, &s, &e);
+        if (json) printf(",");
+        if (!rc) print_stats("total", &s, json, 1);
+    }
+    if (json) printf("}\n");
+    cdc_strings_free(tables, n);
+    cdc_store_close(st);
+    return rc ? cli_fail(&e, rc) : EXIT_OK;
+}
+
+/* ---- dlq ---- */
+
+static int cmd_dlq(int argc, char **argv)
+{
+    const char *usage = "usage: cdcstore dlq list --db DIR [--json]\n"
+                        "Lists the dead letters: id, reason, source position, and the record.\n";
+    if (argc < 2 || strcmp(argv[1], "list")) {
+        fputs(usage, argc >= 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
+        return argc >= 2 && !strcmp(argv[1], "--help") ? EXIT_OK : EXIT_USAGE;
+    }
+    argc--;
+    argv++;
+    const char *db = NULL;
+    int json = 0;
+    static struct option lo[] = {{"db", 1, 0, 'd'}, {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "d:jh", lo, NULL)) != -1) {
+        if (c == 'd') db = optarg;
+        else if (c == 'j') json = 1;
+        else if (c == 'h') { fputs(usage, stdout); return EXIT_OK; }
+        else { fputs(usage, stderr); return EXIT_USAGE; }
+    }
+    cdc_store_t *st;
+    int r = cli_open(db, 0, 1, &st);
+    if (r) return r;
+    cdc_dlq_iter_t *it;
+    cdc_error_t e = {0};
+    cdc_dead_letter_t dl;
+    int rc = cdc_dlq_open(st, &it, &e), count = 0;
+    while (!rc && (rc = cdc_dlq_next(it, &dl, &e)) == 1) {
+        char *rec = strndup(dl.record, dl.record_len);
+        if (json) {
+            printf("{\"id\":%llu,\"reason\":\"", (unsigned long long)dl.id);
+            json_escape(stdout, dl.reason);
+            printf("\",\"topic\":\"");
+            json_escape(stdout, dl.topic);
+            printf("\",\"partition\":%d,\"offset\":%lld,\"source\":\"", (int)dl.partition, (long long)dl.offset);
+            json_escape(stdout, dl.source);
+            printf("\",\"line\":%lld,\"record\":\"", (long long)dl.line);
+            json_escape(stdout, rec);
+            printf("\"}\n");
+        } else {
+            printf("#%llu %s\n    record: %.200s%s\n", (unsigned long long)dl.id, dl.reason, rec,
+                   dl.record_len > 200 ? "..." : "");
+        }
+        free(rec);
+        count++;
+        rc = 0;
+    }
+    cdc_dlq_close(it);
+    cdc_store_close(st);
+    if (rc < 0) return cli_fail(&e, rc);
+    if (!json) fprintf(stderr, "%d dead letters\n", count);
+    return EXIT_OK;
+}
+
+/* ---- tables ---- */
+
+static int cmd_tables(int argc, char **argv)
+{
+    const char *db = NULL;
+    static struct option lo[] = {{"db", 1, 0, 'd'}, {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "d:", lo, NULL)) != -1)
+        if (c == 'd') db = optarg;
+        else return EXIT_USAGE;
+    cdc_store_t *st;
+    int r = cli_open(db, 0, 1, &st);
+    if (r) return r;
+    char **t;
+    size_t n;
+    cdc_error_t e = {0};
+    cdc_store_tables(st, &t, &n, &e);
+    for (size_t i = 0; i < n; i++) puts(t[i]);
+    cdc_strings_free(t, n);
+    cdc_store_close(st);
+    return EXIT_OK;
+}
+
+/* ---- main ---- */
+
+static const char *main_usage =
+    "usage: cdcstore [--log-format text|json] [--verbose] COMMAND [OPTIONS]\n"
+    "Keeps a replica of PostgreSQL tables from Debezium change events, on RocksDB.\n\n"
+    "commands:\n"
+    "  apply      apply Kafka records from files (kcat -C -J lines or bare envelopes)\n"
+    "  ingest     consume Debezium topics from Kafka into the replica\n"
+    "  export     write a table's rows in key order as CSV or NDJSON\n"
+    "  get        print one row by primary key\n"
+    "  hash       per-key-range row counts and hashes of a table\n"
+    "  reconcile  compare a table with its PostgreSQL source and list every difference\n"
+    "  stats      counters: events read, applied, stale, duplicates, tombstones, ...\n"
+    "  dlq list   list dead letters (bad records with their reason and position)\n"
+    "  tables     list the replica's tables\n"
+    "  version    print the version\n\n"
+    "`cdcstore COMMAND --help` describes a command.\n";
+
+int main(int argc, char **argv)
+{
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (!strcmp(argv[i], "--log-format") && i + 1 < argc) cli_log_json = !strcmp(argv[++i], "json");
+        else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) cli_log_level = CDC_LOG_DEBUG;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(main_usage, stdout); return EXIT_OK; }
+        else { fputs(main_usage, stderr); return EXIT_USAGE; }
+    }
+    if (i >= argc) {
+        fputs(main_usage, stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[i];
+    int sub_argc = argc - i;
+    char **sub_argv = argv + i;
+    optind = 1;
+    if (!strcmp(cmd, "apply")) return cmd_apply(sub_argc, sub_argv);
+    if (!strcmp(cmd, "export")) return cmd_export(sub_argc, sub_argv);
+    if (!strcmp(cmd, "get")) return cmd_get(sub_argc, sub_argv);
+    if (!strcmp(cmd, "stats")) return cmd_stats(sub_argc, sub_argv);
+    if (!strcmp(cmd, "dlq")) return cmd_dlq(sub_argc, sub_argv);
+    if (!strcmp(cmd, "tables")) return cmd_tables(sub_argc, sub_argv);
+    if (!strcmp(cmd, "ingest")) return cmd_ingest(sub_argc, sub_argv);
+    if (!strcmp(cmd, "hash")) return cmd_hash(sub_argc, sub_argv);
+    if (!strcmp(cmd, "reconcile")) return cmd_reconcile(sub_argc, sub_argv);
+    if (!strcmp(cmd, "version")) { puts("cdcstore " CDC_VERSION_STRING); return EXIT_OK; }
+    if (!strcmp(cmd, "help")) { fputs(main_usage, stdout); return EXIT_OK; }
+    fprintf(stderr, "cdcstore: unknown command '%s'\n\n%s", cmd, main_usage);
+    return EXIT_USAGE;
+}

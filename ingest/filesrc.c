@@ -1,0 +1,335 @@
+/*
+ * filesrc.c: the file source.  Reads Kafka records one JSON object per line
+ * (the format `kcat -C -J` prints, or bare Debezium envelopes) and applies
+ * them in batches through cdc_store_apply().
+ *
+ * The kcat wrapper is flat ({"topic": "...", "partition": 0, "offset": 42,
+ * "key": "<json as a string>", "payload": "<json as a string>" | null, ...}),
+ * so it is read by the small scanner below instead of a JSON tree: the
+ * envelope inside "payload" is the expensive part and is parsed once, by the
+ * decoder.  A line is a kcat record when its top level has a "payload" that
+ * is a string or null together with "topic" or "offset"; anything else that
+ * is a JSON object is taken as a bare envelope (which covers envelopes with
+ * schemas.enable=true, whose "payload" is an object).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- A minimal scanner for the flat kcat wrapper ---- */
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+    return p;
+}
+
+/* Skips a JSON string starting at the quote; returns the position after the
+ * closing quote, or NULL. */
+static const char *skip_string(const char *p, const char *end)
+{
+    for (p++; p < end; p++) {
+        if (*p == '\\') p++;
+        else if (*p == '"') return p + 1;
+    }
+    return NULL;
+}
+
+/* Skips any JSON value; NULL when malformed. */
+static const char *skip_value(const char *p, const char *end)
+{
+    p = skip_ws(p, end);
+    if (p >= end) return NULL;
+    if (*p == '"') return skip_string(p, end);
+    if (*p == '{' || *p == '[') {
+        int depth = 0;
+        while (p < end) {
+            if (*p == '"') {
+                if (!(p = skip_string(p, end))) return NULL;
+                continue;
+            }
+            if (*p == '{' || *p == '[') depth++;
+            else if (*p == '}' || *p == ']') {
+                if (--depth == 0) return p + 1;
+            }
+            p++;
+        }
+        return NULL;
+    }
+    const char *q = p;
+    while (q < end && *q != ',' && *q != '}' && *q != ']' && *q != ' ' && *q != '\n' && *q != '\r' &&
+           *q != '\t')
+        q++;
+    return q > p ? q : NULL;
+}
+
+static void put_utf8(cdc__buf *b, unsigned cp)
+{
+    if (cp < 0x80) cdc__buf_putc(b, (char)cp);
+    else if (cp < 0x800) {
+        cdc__buf_putc(b, (char)(0xC0 | (cp >> 6)));
+        cdc__buf_putc(b, (char)(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+        cdc__buf_putc(b, (char)(0xE0 | (cp >> 12)));
+        cdc__buf_putc(b, (char)(0x80 | ((cp >> 6) & 0x3F)));
+        cdc__buf_putc(b, (char)(0x80 | (cp & 0x3F)));
+    } else {
+        cdc__buf_putc(b, (char)(0xF0 | (cp >> 18)));
+        cdc__buf_putc(b, (char)(0x80 | ((cp >> 12) & 0x3F)));
+        cdc__buf_putc(b, (char)(0x80 | ((cp >> 6) & 0x3F)));
+        cdc__buf_putc(b, (char)(0x80 | (cp & 0x3F)));
+    }
+}
+
+static int hex4(const char *p, const char *end, unsigned *v)
+{
+    if (end - p < 4) return -1;
+    *v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        *v <<= 4;
+        if (c >= '0' && c <= '9') *v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') *v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') *v |= (unsigned)(c - 'A' + 10);
+        else return -1;
+    }
+    return 0;
+}
+
+/* Unescapes the JSON string at p (at its quote) into b. 0 ok, -1 malformed. */
+static int unescape(const char *p, const char *end, cdc__buf *b)
+{
+    for (p++; p < end; p++) {
+        char c = *p;
+        if (c == '"') return 0;
+        if (c != '\\') {
+            cdc__buf_putc(b, c);
+            continue;
+        }
+        if (++p >= end) return -1;
+        switch (*p) {
+        case '"': cdc__buf_putc(b, '"'); break;
+        case '\\': cdc__buf_putc(b, '\\'); break;
+        case '/': cdc__buf_putc(b, '/'); break;
+        case 'b': cdc__buf_putc(b, '\b'); break;
+        case 'f': cdc__buf_putc(b, '\f'); break;
+        case 'n': cdc__buf_putc(b, '\n'); break;
+        case 'r': cdc__buf_putc(b, '\r'); break;
+        case 't': cdc__buf_putc(b, '\t'); break;
+        case 'u': {
+            unsigned cp, lo;
+            if (hex4(p + 1, end, &cp)) return -1;
+            p += 4;
+            if (cp >= 0xD800 && cp < 0xDC00 && end - p > 6 && p[1] == '\\' && p[2] == 'u' &&
+                hex4(p + 3, end, &lo) == 0 && lo >= 0xDC00 && lo < 0xE000) {
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                p += 6;
+            }
+            put_utf8(b, cp);
+            break;
+        }
+        default: return -1;
+        }
+    }
+    return -1;
+}
+
+enum { LINE_BARE = 0, LINE_KCAT = 1, LINE_BAD = -1 };
+
+typedef struct kcat_fields {
+    const char *topic, *key, *payload; /* at the value's first char, or NULL */
+    const char *partition, *offset;
+    int payload_null, key_null;
+} kcat_fields;
+
+static int scan_line(const char *p, const char *end, kcat_fields *f)
+{
+    memset(f, 0, sizeof *f);
+    p = skip_ws(p, end);
+    if (p >= end || *p != '{') return LINE_BAD;
+    p = skip_ws(p + 1, end);
+    int payload_is_string = 0;
+    while (p < end && *p != '}') {
+        if (*p != '"') return LINE_BAD;
+        const char *ks = p + 1, *ke = skip_string(p, end);
+        if (!ke) return LINE_BAD;
+        size_t kl = (size_t)(ke - 1 - ks);
+        p = skip_ws(ke, end);
+        if (p >= end || *p != ':') return LINE_BAD;
+        p = skip_ws(p + 1, end);
+        const char *v = p;
+        if (!(p = skip_value(p, end))) return LINE_BAD;
+        int isnull = (p - v == 4 && !memcmp(v, "null", 4));
+        if (kl == 5 && !memcmp(ks, "topic", 5) && *v == '"') f->topic = v;
+        else if (kl == 9 && !memcmp(ks, "partition", 9)) f->partition = v;
+        else if (kl == 6 && !memcmp(ks, "offset", 6)) f->offset = v;
+        else if (kl == 3 && !memcmp(ks, "key", 3)) {
+            if (*v == '"') f->key = v;
+            f->key_null = isnull;
+        } else if (kl == 7 && !memcmp(ks, "payload", 7)) {
+            if (*v == '"') {
+                f->payload = v;
+                payload_is_string = 1;
+            }
+            f->payload_null = isnull;
+        }
+        p = skip_ws(p, end);
+        if (p < end && *p == ',') p = skip_ws(p + 1, end);
+    }
+    if (p >= end) return LINE_BAD;
+    if ((payload_is_string || f->payload_null) && (f->topic || f->offset)) return LINE_KCAT;
+    return LINE_BARE;
+}
+
+/* ---- Batches ---- */
+
+typedef struct batch {
+    cdc_record_t *recs;
+    size_t n, cap;
+    cdc__buf text;          /* lines and unescaped strings; records hold offsets until sealed */
+    size_t *off;            /* per record: offsets of topic, key, value into text (or SIZE_MAX) */
+} batch;
+
+#define NONE ((size_t)-1)
+
+static void batch_add(batch *b, const cdc_record_t *r, size_t topic_off, size_t key_off, size_t val_off)
+{
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 1024;
+        b->recs = realloc(b->recs, b->cap * sizeof *b->recs);
+        b->off = realloc(b->off, b->cap * 3 * sizeof *b->off);
+    }
+    b->recs[b->n] = *r;
+    b->off[b->n * 3] = topic_off;
+    b->off[b->n * 3 + 1] = key_off;
+    b->off[b->n * 3 + 2] = val_off;
+    b->n++;
+}
+
+/* Turns the offsets into pointers once the text buffer stops moving. */
+static void batch_seal(batch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        cdc_record_t *r = &b->recs[i];
+        r->topic = b->off[i * 3] == NONE ? NULL : b->text.p + b->off[i * 3];
+        r->key = b->off[i * 3 + 1] == NONE ? NULL : b->text.p + b->off[i * 3 + 1];
+        r->value = b->off[i * 3 + 2] == NONE ? NULL : b->text.p + b->off[i * 3 + 2];
+    }
+}
+
+static size_t put_text(cdc__buf *t, const char *s, size_t n)
+{
+    size_t o = t->len;
+    cdc__buf_put(t, s, n);
+    cdc__buf_putc(t, 0);
+    return o;
+}
+
+static int64_t parse_int(const char *v)
+{
+    return v ? strtoll(v, NULL, 10) : -1;
+}
+
+/* Adds one input line to the batch. */
+static void add_line(batch *b, const char *line, size_t len, const char *source, int64_t lineno)
+{
+    kcat_fields f;
+    cdc_record_t r = {0};
+    r.source = source;
+    r.line = lineno;
+    r.offset = -1;
+    const char *end = line + len;
+    int kind = scan_line(line, end, &f);
+    size_t toff = NONE, koff = NONE, voff = NONE;
+    if (kind == LINE_KCAT) {
+        if (f.topic) {
+            toff = b->text.len;
+            if (unescape(f.topic, end, &b->text)) kind = LINE_BAD;
+            cdc__buf_putc(&b->text, 0);
+        }
+        r.partition = f.partition ? (int32_t)parse_int(f.partition) : 0;
+        r.offset = f.offset ? parse_int(f.offset) : -1;
+        if (kind == LINE_KCAT && f.key) {
+            koff = b->text.len;
+            if (unescape(f.key, end, &b->text)) kind = LINE_BAD;
+            r.key_len = b->text.len - koff;
+            cdc__buf_putc(&b->text, 0);
+        }
+        if (kind == LINE_KCAT && f.payload) {
+            voff = b->text.len;
+            if (unescape(f.payload, end, &b->text)) kind = LINE_BAD;
+            r.value_len = b->text.len - voff;
+            cdc__buf_putc(&b->text, 0);
+        }
+    }
+    if (kind == LINE_BAD) {
+        /* Hand the raw line over as the value: the decoder rejects it with a
+         * clear reason and it is dead-lettered with its position. */
+        koff = NONE;
+        r.key_len = 0;
+        voff = put_text(&b->text, line, len);
+        r.value_len = len;
+    } else if (kind == LINE_BARE) {
+        voff = put_text(&b->text, line, len);
+        r.value_len = len;
+    }
+    batch_add(b, &r, toff, koff, voff);
+}
+
+int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_options_t *o,
+                         cdc_apply_result_t *total, cdc_error_t *err)
+{
+    cdc_file_options_t defo = {0};
+    cdc_apply_result_t tot = {0};
+    if (!o) o = &defo;
+    if (!st || !path) return cdc__err(err, CDC_EINVAL, "cdc_store_apply_file: bad arguments");
+    size_t bs = o->batch_size ? o->batch_size : 10000;
+    FILE *fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    if (!fp) return cdc__err(err, -errno, "%s: cannot open: %s", path, strerror(errno));
+    const char *source = strcmp(path, "-") == 0 ? "stdin" : path;
+    batch b = {0};
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int64_t lineno = 0;
+    uint64_t bytes = 0;
+    int rc = 0;
+    for (;;) {
+        len = getline(&line, &cap, fp);
+        if (len >= 0) {
+            lineno++;
+            bytes += (uint64_t)len;
+            while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
+            const char *q = skip_ws(line, line + len);
+            if (q < line + len) add_line(&b, line, (size_t)len, source, lineno);
+        }
+        if (b.n && (b.n >= bs || len < 0)) {
+            cdc_apply_result_t r;
+            batch_seal(&b);
+            rc = cdc_store_apply(st, b.recs, b.n, &o->apply, &r, err);
+            tot.read += r.read;
+            tot.applied += r.applied;
+            tot.stale += r.stale;
+            tot.duplicate += r.duplicate;
+            tot.tombstones += r.tombstones;
+            tot.dead_letters += r.dead_letters;
+            b.n = 0;
+            cdc__buf_reset(&b.text);
+            if (o->progress) o->progress(o->progress_opaque, &tot, bytes);
+            if (rc) break;
+            if (o->stop && *o->stop) break;
+        }
+        if (len < 0) break;
+    }
+    if (rc == 0 && ferror(fp)) rc = cdc__err(err, CDC_EIO, "%s: read error at line %lld", source, (long long)lineno);
+    free(line);
+    free(b.recs);
+    free(b.off);
+    cdc__buf_free(&b.text);
+    if (fp != stdin) fclose(fp);
+    if (total) *total = tot;
+    return rc;
+}

@@ -1,0 +1,793 @@
+/*
+ * store.c: opening a replica, its metadata, and every read path (point reads,
+ * the view iterator, counters, dead letters, positions).
+ *
+ * One RocksDB database per replica directory with column families:
+ *   "default"  unused (RocksDB requires it);
+ *   "meta"     format version, table columns and key columns, snapshot epochs
+ *              and version floors, counters, source positions, epoch marks,
+ *              NUMERIC scales;
+ *   "dlq"      dead letters under a big-endian sequence number;
+ *   "t:<schema.table>"  one per source table: encoded key -> value
+ *              (formats in store/codec.c).
+ * All metadata is small and loaded into memory at open; the apply writes it
+ * back in the same WriteBatch as the rows it concerns.
+ *
+ * Meta keys: "F" format; "T\0<table>" table; "S\0<table>" counters;
+ * "P\0<topic>\0<partition u32be>" position (varint offset + 1);
+ * "M\0<topic>\0<partition u32be><offset u64be>" epoch mark (varint epoch);
+ * "D\0<table>\0<column>" NUMERIC scale (varint).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "store.h"
+
+#define META_FORMAT "1"
+
+/* ---- Logging ---- */
+
+void cdc__log(cdc_store_t *st, int level, const char *facility, const char *fmt, ...)
+{
+    if (!st || !st->log) return;
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    st->log(st->log_opaque, level, facility, msg);
+}
+
+/* ---- Metadata encodings ---- */
+
+static void put_str(cdc__buf *b, const char *s)
+{
+    size_t n = strlen(s);
+    cdc__buf_put_varint(b, n);
+    cdc__buf_put(b, s, n);
+}
+
+static char *get_str(const char **p, const char *end)
+{
+    uint64_t n;
+    if (cdc__get_varint(p, end, &n) || (uint64_t)(end - *p) < n) return NULL;
+    char *s = malloc(n + 1);
+    memcpy(s, *p, n);
+    s[n] = 0;
+    *p += n;
+    return s;
+}
+
+static void key_prefix_topic(cdc__buf *k, char tag, const char *topic, int32_t partition)
+{
+    cdc__buf_reset(k);
+    cdc__buf_putc(k, tag);
+    cdc__buf_putc(k, 0);
+    cdc__buf_puts(k, topic ? topic : "");
+    cdc__buf_putc(k, 0);
+    uint32_t p = (uint32_t)partition;
+    for (int i = 3; i >= 0; i--) cdc__buf_putc(k, (char)(p >> (i * 8)));
+}
+
+void cdc__meta_key_pos(cdc__buf *k, const char *topic, int32_t partition)
+{
+    key_prefix_topic(k, 'P', topic, partition);
+}
+
+void cdc__meta_key_mark(cdc__buf *k, const char *topic, int32_t partition, int64_t offset)
+{
+    key_prefix_topic(k, 'M', topic, partition);
+    cdc__buf_put_u64be(k, (uint64_t)offset);
+}
+
+static void table_key(cdc__buf *k, char tag, const char *table)
+{
+    cdc__buf_reset(k);
+    cdc__buf_putc(k, tag);
+    cdc__buf_putc(k, 0);
+    cdc__buf_puts(k, table);
+}
+
+static void table_meta_encode(const cdc__table *t, cdc__buf *b)
+{
+    cdc__buf_put_varint(b, t->ncols);
+    for (size_t i = 0; i < t->ncols; i++) put_str(b, t->cols[i]);
+    cdc__buf_put_varint(b, t->nkey);
+    for (size_t i = 0; i < t->nkey; i++) put_str(b, t->keycols[i]);
+    cdc__buf_put_varint(b, t->nepochs);
+    for (size_t i = 0; i < t->nepochs; i++) cdc__buf_put_varint(b, t->epochs[i]);
+    cdc__buf_putc(b, (char)t->floor_set);
+    cdc__buf_put_varint(b, t->floor.epoch);
+    cdc__buf_putc(b, (char)t->floor.kind);
+    cdc__buf_put_varint(b, t->floor.lsn);
+}
+
+static int table_meta_decode(cdc__table *t, const char *p, size_t len)
+{
+    const char *end = p + len;
+    uint64_t n;
+    if (cdc__get_varint(&p, end, &n) || n > 100000) return CDC_ECORRUPT;
+    for (uint64_t i = 0; i < n; i++) {
+        char *s = get_str(&p, end);
+        if (!s) return CDC_ECORRUPT;
+        cdc__table_col(t, s, strlen(s));
+        free(s);
+    }
+    if (cdc__get_varint(&p, end, &n) || n > 1000) return CDC_ECORRUPT;
+    t->keycols = calloc(n ? n : 1, sizeof *t->keycols);
+    for (uint64_t i = 0; i < n; i++) {
+        if (!(t->keycols[i] = get_str(&p, end))) return CDC_ECORRUPT;
+        t->nkey++;
+    }
+    if (cdc__get_varint(&p, end, &n) || n > 1000000) return CDC_ECORRUPT;
+    t->epochs = calloc(n ? n : 1, sizeof *t->epochs);
+    for (uint64_t i = 0; i < n; i++) {
+        if (cdc__get_varint(&p, end, &t->epochs[i])) return CDC_ECORRUPT;
+        t->nepochs++;
+    }
+    if (p >= end) return CDC_ECORRUPT;
+    t->floor_set = *p++;
+    if (cdc__get_varint(&p, end, &t->floor.epoch) || p >= end) return CDC_ECORRUPT;
+    t->floor.kind = (unsigned char)*p++;
+    if (cdc__get_varint(&p, end, &t->floor.lsn)) return CDC_ECORRUPT;
+    return 0;
+}
+
+/* ---- Tables ---- */
+
+size_t cdc__table_col(cdc__table *t, const char *name, size_t len)
+{
+    for (size_t i = 0; i < t->ncols; i++)
+        if (strlen(t->cols[i]) == len && memcmp(t->cols[i], name, len) == 0) return i;
+    if (t->ncols == t->capcols) {
+        t->capcols = t->capcols ? t->capcols * 2 : 16;
+        t->cols = realloc(t->cols, t->capcols * sizeof *t->cols);
+    }
+    t->cols[t->ncols] = strndup(name, len);
+    t->meta_dirty = 1;
+    return t->ncols++;
+}
+
+static cdc__table *table_new(cdc_store_t *st, const char *name)
+{
+    cdc__table *t = calloc(1, sizeof *t);
+    t->name = strdup(name);
+    st->tables = realloc(st->tables, (st->ntables + 1) * sizeof *st->tables);
+    st->tables[st->ntables++] = t;
+    return t;
+}
+
+static void table_free(cdc__table *t)
+{
+    if (!t) return;
+    for (size_t i = 0; i < t->ncols; i++) free(t->cols[i]);
+    for (size_t i = 0; i < t->nkey; i++) free(t->keycols[i]);
+    free(t->cols);
+    free(t->keycols);
+    free(t->epochs);
+    if (t->cf) rocksdb_column_family_handle_destroy(t->cf);
+    free(t->name);
+    free(t);
+}
+
+static cdc__table *table_find(cdc_store_t *st, const char *name)
+{
+    for (size_t i = 0; i < st->ntables; i++)
+        if (strcmp(st->tables[i]->name, name) == 0) return st->tables[i];
+    return NULL;
+}
+
+int cdc__table_get(cdc_store_t *st, const char *name, int create, cdc__table **out,
+                   cdc_error_t *err)
+{
+    cdc__table *t = table_find(st, name);
+    if (t) {
+        *out = t;
+        return 0;
+    }
+    if (!create) return cdc__err(err, CDC_ENOTFOUND, "table %s: not in the replica", name);
+    if (st->read_only) return cdc__err(err, CDC_EINVAL, "table %s: replica opened read-only", name);
+    t = table_new(st, name);
+    if (name[0]) {
+        char cfname[600];
+        snprintf(cfname, sizeof cfname, "t:%s", name);
+        char *e = NULL;
+        t->cf = rocksdb_create_column_family(st->db, st->opts, cfname, &e);
+        if (e) {
+            st->ntables--;
+            table_free(t);
+            cdc__err(err, CDC_EIO, "table %s: cannot create its column family: %s", name, e);
+            free(e);
+            return CDC_EIO;
+        }
+    }
+    t->meta_dirty = 1;
+    *out = t;
+    return 0;
+}
+
+void cdc__table_flush(cdc_store_t *st, cdc__table *t, rocksdb_writebatch_t *wb)
+{
+    cdc__buf k = {0}, v = {0};
+    if (t->meta_dirty && t->name[0]) {
+        table_key(&k, 'T', t->name);
+        table_meta_encode(t, &v);
+        rocksdb_writebatch_put_cf(wb, st->meta_cf, k.p, k.len, v.p, v.len);
+        t->meta_dirty = 0;
+    }
+    if (t->stats_dirty) {
+        table_key(&k, 'S', t->name);
+        cdc__buf_reset(&v);
+        for (int i = 0; i < CDC__NSTATS; i++) cdc__buf_put_varint(&v, t->stats[i]);
+        rocksdb_writebatch_put_cf(wb, st->meta_cf, k.p, k.len, v.p, v.len);
+        t->stats_dirty = 0;
+    }
+    cdc__buf_free(&k);
+    cdc__buf_free(&v);
+}
+
+/* ---- Open and close ---- */
+
+static int load_meta(cdc_store_t *st, cdc_error_t *err)
+{
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(st->db, st->ro, st->meta_cf);
+    int rc = 0;
+    for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kl, vl;
+        const char *k = rocksdb_iter_key(it, &kl), *v = rocksdb_iter_value(it, &vl);
+        if (kl == 1 && k[0] == 'F') {
+            if (vl != 1 || v[0] != META_FORMAT[0]) {
+                rc = cdc__err(err, CDC_ECORRUPT, "%s: replica format %.*s is not supported (this is %s)",
+                              st->dir, (int)vl, v, META_FORMAT);
+                break;
+            }
+            continue;
+        }
+        if (kl < 2 || k[1] != 0) continue;
+        const char *end = v + vl, *p = v;
+        if (k[0] == 'T' || k[0] == 'S') {
+            char name[512];
+            snprintf(name, sizeof name, "%.*s", (int)(kl - 2), k + 2);
+            cdc__table *t = table_find(st, name);
+            if (!t) t = table_new(st, name);
+            if (k[0] == 'T') {
+                if (table_meta_decode(t, v, vl)) {
+                    rc = cdc__err(err, CDC_ECORRUPT, "%s: metadata of table %s does not decode", st->dir, name);
+                    break;
+                }
+            } else {
+                for (int i = 0; i < CDC__NSTATS && p < end; i++)
+                    if (cdc__get_varint(&p, end, &t->stats[i])) break;
+            }
+        } else if (k[0] == 'P' || k[0] == 'M') {
+            const char *z = memchr(k + 2, 0, kl - 2);
+            if (!z || (size_t)(k + kl - z) < 5) continue;
+            const unsigned char *q = (const unsigned char *)z + 1;
+            int32_t part = (int32_t)((uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3]);
+            char *topic = strndup(k + 2, (size_t)(z - (k + 2)));
+            uint64_t x;
+            if (k[0] == 'P') {
+                if (cdc__get_varint(&p, end, &x)) { free(topic); continue; }
+                st->pos = realloc(st->pos, (st->npos + 1) * sizeof *st->pos);
+                st->pos[st->npos++] = (cdc__pos){topic, part, (int64_t)x - 1};
+            } else {
+                if ((size_t)(k + kl - z) < 13 || cdc__get_varint(&p, end, &x)) { free(topic); continue; }
+                uint64_t off = 0;
+                for (int i = 4; i < 12; i++) off = off << 8 | q[i];
+                st->marks = realloc(st->marks, (st->nmarks + 1) * sizeof *st->marks);
+                st->marks[st->nmarks++] = (cdc__mark){topic, part, (int64_t)off, x};
+            }
+        } else if (k[0] == 'D') {
+            const char *z = memchr(k + 2, 0, kl - 2);
+            uint64_t x;
+            if (!z || cdc__get_varint(&p, end, &x)) continue;
+            st->scales = realloc(st->scales, (st->nscales + 1) * sizeof *st->scales);
+            st->scales[st->nscales++] = (cdc__scale){strndup(k + 2, (size_t)(z - (k + 2))),
+                                                      strndup(z + 1, (size_t)(k + kl - z - 1)), (int)x};
+        }
+    }
+    rocksdb_iter_destroy(it);
+    return rc;
+}
+
+int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **out, cdc_error_t *err)
+{
+    cdc_open_options_t defaults = {.create_if_missing = 1};
+    if (!o) o = &defaults;
+    if (!dir || !out) return cdc__err(err, CDC_EINVAL, "cdc_store_open: dir and out are required");
+    *out = NULL;
+    struct stat sb;
+    if (stat(dir, &sb) != 0) {
+        if (!o->create_if_missing || o->read_only)
+            return cdc__err(err, CDC_ENOTFOUND, "%s: no such replica directory", dir);
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+            return cdc__err(err, -errno, "%s: cannot create: %s", dir, strerror(errno));
+    }
+    cdc_store_t *st = calloc(1, sizeof *st);
+    st->dir = strdup(dir);
+    st->log = o->log;
+    st->log_opaque = o->log_opaque;
+    st->read_only = o->read_only;
+    st->opts = rocksdb_options_create();
+    rocksdb_options_set_create_if_missing(st->opts, 1);
+    rocksdb_options_set_create_missing_column_families(st->opts, 1);
+    rocksdb_options_increase_parallelism(st->opts, 2);
+    rocksdb_options_set_compression(st->opts, rocksdb_lz4_compression);
+    rocksdb_options_set_write_buffer_size(st->opts, 64 << 20);
+    st->topts = rocksdb_block_based_options_create();
+    st->cache = rocksdb_cache_create_lru((o->block_cache_mb ? o->block_cache_mb : 64) << 20);
+    rocksdb_block_based_options_set_block_cache(st->topts, st->cache);
+    rocksdb_block_based_options_set_filter_policy(st->topts, rocksdb_filterpolicy_create_bloom(10));
+    rocksdb_options_set_block_based_table_factory(st->opts, st->topts);
+    st->ro = rocksdb_readoptions_create();
+    st->wo = rocksdb_writeoptions_create();
+    st->wo_sync = rocksdb_writeoptions_create();
+    rocksdb_writeoptions_set_sync(st->wo_sync, 1);
+
+    char *e = NULL;
+    size_t ncf = 0;
+    char **names = rocksdb_list_column_families(st->opts, dir, &ncf, &e);
+    if (e) { /* a new database: only the fixed families */
+        free(e);
+        e = NULL;
+        names = NULL;
+        ncf = 0;
+    }
+    const char *fixed[] = {"default", "meta", "dlq"};
+    size_t total = 3;
+    const char **cfn = calloc(ncf + 3, sizeof *cfn);
+    for (size_t i = 0; i < 3; i++) cfn[i] = fixed[i];
+    for (size_t i = 0; i < ncf; i++)
+        if (strcmp(names[i], "default") && strcmp(names[i], "meta") && strcmp(names[i], "dlq"))
+            cfn[total++] = names[i];
+    const rocksdb_options_t **cfo = calloc(total, sizeof *cfo);
+    for (size_t i = 0; i < total; i++) cfo[i] = st->opts;
+    rocksdb_column_family_handle_t **h = calloc(total, sizeof *h);
+    if (o->read_only)
+        st->db = rocksdb_open_for_read_only_column_families(st->opts, dir, (int)total, cfn, cfo, h, 0, &e);
+    else
+        st->db = rocksdb_open_column_families(st->opts, dir, (int)total, cfn, cfo, h, &e);
+    int rc = 0;
+    if (e) {
+        int code = strstr(e, "lock") ? CDC_ELOCKED : CDC_EIO;
+        rc = cdc__err(err, code, "%s: cannot open the replica: %s", dir, e);
+        free(e);
+        goto done;
+    }
+    st->default_cf = h[0];
+    st->meta_cf = h[1];
+    st->dlq_cf = h[2];
+    if (!o->read_only) {
+        rocksdb_put_cf(st->db, st->wo, st->meta_cf, "F", 1, META_FORMAT, 1, &e);
+        if (e) {
+            rc = cdc__err(err, CDC_EIO, "%s: cannot write: %s", dir, e);
+            free(e);
+            goto done;
+        }
+    }
+    if ((rc = load_meta(st, err))) goto done;
+    for (size_t i = 3; i < total; i++) {
+        const char *tn = cfn[i] + (strncmp(cfn[i], "t:", 2) == 0 ? 2 : 0);
+        cdc__table *t = table_find(st, tn);
+        if (!t) t = table_new(st, tn);
+        t->cf = h[i];
+        h[i] = NULL;
+    }
+    /* The next dead-letter id follows the last one stored. */
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(st->db, st->ro, st->dlq_cf);
+    rocksdb_iter_seek_to_last(it);
+    if (rocksdb_iter_valid(it)) {
+        size_t kl;
+        const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &kl);
+        uint64_t id = 0;
+        for (size_t i = 0; i < kl && i < 8; i++) id = id << 8 | k[i];
+        st->next_dlq = id + 1;
+    } else {
+        st->next_dlq = 1;
+    }
+    rocksdb_iter_destroy(it);
+done:
+    for (size_t i = 3; i < total && rc; i++)
+        if (h[i]) rocksdb_column_family_handle_destroy(h[i]);
+    free(h);
+    free(cfo);
+    free(cfn);
+    if (names) rocksdb_list_column_families_destroy(names, ncf);
+    if (rc) {
+        cdc_store_close(st);
+        return rc;
+    }
+    /* Tables known from metadata but whose family is missing are unusable. */
+    for (size_t i = 0; i < st->ntables; i++)
+        if (st->tables[i]->name[0] && !st->tables[i]->cf) {
+            char n[600];
+            snprintf(n, sizeof n, "%s", st->tables[i]->name);
+            cdc_store_close(st);
+            return cdc__err(err, CDC_ECORRUPT, "%s: table %s has metadata but no column family", dir, n);
+        }
+    *out = st;
+    return 0;
+}
+
+void cdc_store_close(cdc_store_t *st)
+{
+    if (!st) return;
+    for (size_t i = 0; i < st->ntables; i++) table_free(st->tables[i]);
+    free(st->tables);
+    for (size_t i = 0; i < st->nmarks; i++) free(st->marks[i].topic);
+    free(st->marks);
+    for (size_t i = 0; i < st->npos; i++) free(st->pos[i].topic);
+    free(st->pos);
+    for (size_t i = 0; i < st->nscales; i++) {
+        free(st->scales[i].table);
+        free(st->scales[i].column);
+    }
+    free(st->scales);
+    if (st->meta_cf) rocksdb_column_family_handle_destroy(st->meta_cf);
+    if (st->dlq_cf) rocksdb_column_family_handle_destroy(st->dlq_cf);
+    if (st->default_cf) rocksdb_column_family_handle_destroy(st->default_cf);
+    if (st->db) rocksdb_close(st->db);
+    if (st->ro) rocksdb_readoptions_destroy(st->ro);
+    if (st->wo) rocksdb_writeoptions_destroy(st->wo);
+    if (st->wo_sync) rocksdb_writeoptions_destroy(st->wo_sync);
+    if (st->opts) rocksdb_options_destroy(st->opts);
+    if (st->topts) rocksdb_block_based_options_destroy(st->topts);
+    if (st->cache) rocksdb_cache_destroy(st->cache);
+    cdc__buf_free(&st->getkey);
+    cdc__buf_free(&st->getval);
+    cdc__buf_free(&st->getkj);
+    free(st->getnames);
+    free(st->getvals);
+    free(st->getlens);
+    free(st->dir);
+    free(st);
+}
+
+/* ---- Settings ---- */
+
+int cdc_store_set_decimal_scale(cdc_store_t *st, const char *table, const char *column, int scale,
+                                cdc_error_t *err)
+{
+    if (!st || !table || !column || scale < 0 || scale > 1000)
+        return cdc__err(err, CDC_EINVAL, "decimal scale %d for %s.%s: scale must be 0..1000", scale,
+                        table ? table : "?", column ? column : "?");
+    cdc__buf k = {0}, v = {0};
+    table_key(&k, 'D', table);
+    cdc__buf_putc(&k, 0);
+    cdc__buf_puts(&k, column);
+    cdc__buf_put_varint(&v, (uint64_t)scale);
+    char *e = NULL;
+    rocksdb_put_cf(st->db, st->wo, st->meta_cf, k.p, k.len, v.p, v.len, &e);
+    cdc__buf_free(&k);
+    cdc__buf_free(&v);
+    if (e) {
+        int rc = cdc__err(err, CDC_EIO, "%s: cannot write setting: %s", st->dir, e);
+        free(e);
+        return rc;
+    }
+    for (size_t i = 0; i < st->nscales; i++)
+        if (!strcmp(st->scales[i].table, table) && !strcmp(st->scales[i].column, column)) {
+            st->scales[i].scale = scale;
+            return 0;
+        }
+    st->scales = realloc(st->scales, (st->nscales + 1) * sizeof *st->scales);
+    st->scales[st->nscales++] = (cdc__scale){strdup(table), strdup(column), scale};
+    return 0;
+}
+
+/* ---- Positions ---- */
+
+int cdc_store_position(cdc_store_t *st, const char *topic, int32_t partition, int64_t *offset,
+                       cdc_error_t *err)
+{
+    if (!st || !offset) return cdc__err(err, CDC_EINVAL, "cdc_store_position: bad arguments");
+    *offset = -1;
+    for (size_t i = 0; i < st->npos; i++)
+        if (st->pos[i].partition == partition && !strcmp(st->pos[i].topic, topic ? topic : "")) {
+            *offset = st->pos[i].offset;
+            break;
+        }
+    return 0;
+}
+
+/* ---- Rows ---- */
+
+int cdc__row_columns(const cdc__table *t, const char *row, size_t row_len, const char **vals,
+                     size_t *lens, size_t ncap)
+{
+    const char *p = row, *end = row + row_len;
+    uint64_t n, idx, tag;
+    for (size_t i = 0; i < ncap; i++) {
+        vals[i] = NULL;
+        lens[i] = 0;
+    }
+    if (row_len == 0) return 0;
+    if (cdc__get_varint(&p, end, &n)) return CDC_ECORRUPT;
+    for (uint64_t i = 0; i < n; i++) {
+        if (cdc__get_varint(&p, end, &idx) || cdc__get_varint(&p, end, &tag)) return CDC_ECORRUPT;
+        size_t vl = tag >= CDC__V_TEXT ? (size_t)(tag - CDC__V_TEXT) : 0;
+        if ((size_t)(end - p) < vl) return CDC_ECORRUPT;
+        if (idx < ncap && idx < t->ncols && tag >= CDC__V_TEXT) {
+            vals[idx] = p;
+            lens[idx] = vl;
+        }
+        p += vl;
+    }
+    return 0;
+}
+
+/* Fills *row from a stored key and value; arrays come from the caller. */
+static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v, size_t vl,
+                    cdc__buf *keyjson, const char **vals, size_t *lens, cdc_row_t *row)
+{
+    cdc__value val;
+    if (cdc__value_decode(v, vl, &val)) return CDC_ECORRUPT;
+    cdc__apply_floor(t, &val);
+    cdc__buf_reset(keyjson);
+    if (cdc__key_to_json(k, kl, (const char *const *)t->keycols, t->nkey, keyjson)) return CDC_ECORRUPT;
+    cdc__buf_putc(keyjson, 0);
+    if (cdc__row_columns(t, val.row, val.row_len, vals, lens, t->ncols)) return CDC_ECORRUPT;
+    memset(row, 0, sizeof *row);
+    row->key = k;
+    row->key_len = kl;
+    row->key_json = keyjson->p;
+    row->deleted = !!(val.flags & CDC__F_DELETED);
+    row->from_snapshot = !!(val.flags & CDC__F_SNAPSHOT);
+    row->epoch = val.ver.epoch;
+    row->kind = val.ver.kind;
+    row->lsn = val.ver.lsn;
+    row->ts_ms = val.ts_ms;
+    row->ncols = t->ncols;
+    row->names = (const char *const *)t->cols;
+    row->values = (const char *const *)vals;
+    row->lens = lens;
+    return 0;
+}
+
+int cdc_store_columns(cdc_store_t *st, const char *table, const char *const **names, size_t *n,
+                      cdc_error_t *err)
+{
+    cdc__table *t;
+    int rc = cdc__table_get(st, table, 0, &t, err);
+    if (rc) return rc;
+    *names = (const char *const *)t->cols;
+    *n = t->ncols;
+    return 0;
+}
+
+int cdc_store_tables(cdc_store_t *st, char ***names, size_t *n, cdc_error_t *err)
+{
+    CDC__UNUSED(err);
+    *names = calloc(st->ntables + 1, sizeof **names);
+    *n = 0;
+    for (size_t i = 0; i < st->ntables; i++)
+        if (st->tables[i]->name[0]) (*names)[(*n)++] = strdup(st->tables[i]->name);
+    return 0;
+}
+
+void cdc_strings_free(char **names, size_t n)
+{
+    if (!names) return;
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
+static int parse_key(cdc_store_t *st, cdc__table *t, const char *json, cdc__buf *out, cdc_error_t *err)
+{
+    CDC__UNUSED(st);
+    int rc = cdc__decode_key_json(json, (const char *const *)t->keycols, t->nkey, out, err);
+    if (rc && err) {
+        char m[sizeof err->msg];
+        memcpy(m, err->msg, sizeof m);
+        cdc__err(err, rc, "table %s: key %.200s: %.700s", t->name, json, m);
+    }
+    return rc;
+}
+
+int cdc_store_get(cdc_store_t *st, const char *table, const char *key_json, cdc_row_t *row,
+                  cdc_error_t *err)
+{
+    cdc__table *t;
+    int rc = cdc__table_get(st, table, 0, &t, err);
+    if (rc) return rc;
+    if (!t->cf) return cdc__err(err, CDC_ENOTFOUND, "table %s: not in the replica", table);
+    cdc__buf_reset(&st->getkey);
+    if ((rc = parse_key(st, t, key_json, &st->getkey, err))) return rc;
+    char *e = NULL;
+    size_t vl;
+    char *v = rocksdb_get_cf(st->db, st->ro, t->cf, st->getkey.p, st->getkey.len, &vl, &e);
+    if (e) {
+        rc = cdc__err(err, CDC_EIO, "table %s: read failed: %s", table, e);
+        free(e);
+        return rc;
+    }
+    if (!v) return cdc__err(err, CDC_ENOTFOUND, "table %s: no row with key %s", table, key_json);
+    cdc__buf_reset(&st->getval);
+    cdc__buf_put(&st->getval, v, vl);
+    rocksdb_free(v);
+    if (st->getcap < t->ncols) {
+        st->getcap = t->ncols;
+        st->getvals = realloc(st->getvals, st->getcap * sizeof *st->getvals);
+        st->getlens = realloc(st->getlens, st->getcap * sizeof *st->getlens);
+    }
+    rc = fill_row(t, st->getkey.p, st->getkey.len, st->getval.p, st->getval.len, &st->getkj,
+                  st->getvals, st->getlens, row);
+    if (rc) return cdc__err(err, rc, "table %s: stored row for key %s does not decode", table, key_json);
+    return 0;
+}
+
+/* ---- The view iterator ---- */
+
+struct cdc_iter {
+    cdc_store_t *st;
+    cdc__table *t;
+    rocksdb_iterator_t *it;
+    rocksdb_readoptions_t *ro;
+    const rocksdb_snapshot_t *snap;
+    cdc__buf lower, upper, keyjson;
+    int include_deleted;
+    int started;
+    const char **vals;
+    size_t *lens;
+};
+
+int cdc_iter_open(cdc_store_t *st, const char *table, const cdc_iter_options_t *o, cdc_iter_t **out,
+                  cdc_error_t *err)
+{
+    cdc__table *t;
+    int rc = cdc__table_get(st, table, 0, &t, err);
+    if (rc) return rc;
+    if (!t->cf) return cdc__err(err, CDC_ENOTFOUND, "table %s: not in the replica", table);
+    cdc_iter_t *it = calloc(1, sizeof *it);
+    it->st = st;
+    it->t = t;
+    if (o && o->lower_json && (rc = parse_key(st, t, o->lower_json, &it->lower, err))) goto fail;
+    if (o && o->upper_json && (rc = parse_key(st, t, o->upper_json, &it->upper, err))) goto fail;
+    it->include_deleted = o ? o->include_deleted : 0;
+    it->snap = rocksdb_create_snapshot(st->db);
+    it->ro = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_snapshot(it->ro, it->snap);
+    rocksdb_readoptions_set_fill_cache(it->ro, 0);
+    if (it->upper.len) rocksdb_readoptions_set_iterate_upper_bound(it->ro, it->upper.p, it->upper.len);
+    it->it = rocksdb_create_iterator_cf(st->db, it->ro, t->cf);
+    it->vals = calloc(t->ncols + 1, sizeof *it->vals);
+    it->lens = calloc(t->ncols + 1, sizeof *it->lens);
+    *out = it;
+    return 0;
+fail:
+    cdc_iter_close(it);
+    return rc;
+}
+
+int cdc_iter_next(cdc_iter_t *it, cdc_row_t *row, cdc_error_t *err)
+{
+    for (;;) {
+        if (!it->started) {
+            it->started = 1;
+            if (it->lower.len) rocksdb_iter_seek(it->it, it->lower.p, it->lower.len);
+            else rocksdb_iter_seek_to_first(it->it);
+        } else {
+            rocksdb_iter_next(it->it);
+        }
+        if (!rocksdb_iter_valid(it->it)) {
+            char *e = NULL;
+            rocksdb_iter_get_error(it->it, &e);
+            if (e) {
+                int rc = cdc__err(err, CDC_EIO, "table %s: iteration failed: %s", it->t->name, e);
+                free(e);
+                return rc;
+            }
+            return 0;
+        }
+        size_t kl, vl;
+        const char *k = rocksdb_iter_key(it->it, &kl), *v = rocksdb_iter_value(it->it, &vl);
+        int rc = fill_row(it->t, k, kl, v, vl, &it->keyjson, it->vals, it->lens, row);
+        if (rc) return cdc__err(err, rc, "table %s: a stored row does not decode", it->t->name);
+        if (row->deleted && !it->include_deleted) continue;
+        return 1;
+    }
+}
+
+void cdc_iter_close(cdc_iter_t *it)
+{
+    if (!it) return;
+    if (it->it) rocksdb_iter_destroy(it->it);
+    if (it->ro) rocksdb_readoptions_destroy(it->ro);
+    if (it->snap) rocksdb_release_snapshot(it->st->db, it->snap);
+    cdc__buf_free(&it->lower);
+    cdc__buf_free(&it->upper);
+    cdc__buf_free(&it->keyjson);
+    free(it->vals);
+    free(it->lens);
+    free(it);
+}
+
+/* ---- Counters ---- */
+
+static void stats_out(const uint64_t *s, cdc_stats_t *o)
+{
+    uint64_t *f[] = {&o->events_read, &o->applied, &o->stale, &o->duplicate, &o->tombstones,
+                     &o->deletes, &o->resurrections_blocked, &o->placeholders_kept, &o->gap_deletes,
+                     &o->dead_letters, &o->rows_live, &o->rows_deleted, &o->other_events,
+                     &o->placeholders_unresolved};
+    for (int i = 0; i < CDC__NSTATS; i++) *f[i] += s[i];
+}
+
+int cdc_store_stats(cdc_store_t *st, const char *table, cdc_stats_t *out, cdc_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    if (table) {
+        cdc__table *t;
+        int rc = cdc__table_get(st, table, 0, &t, err);
+        if (rc) return rc;
+        stats_out(t->stats, out);
+        return 0;
+    }
+    for (size_t i = 0; i < st->ntables; i++) stats_out(st->tables[i]->stats, out);
+    return 0;
+}
+
+/* ---- Dead letters ---- */
+
+struct cdc_dlq_iter {
+    rocksdb_iterator_t *it;
+    int started;
+    char *reason, *topic, *source;
+};
+
+int cdc_dlq_open(cdc_store_t *st, cdc_dlq_iter_t **out, cdc_error_t *err)
+{
+    CDC__UNUSED(err);
+    cdc_dlq_iter_t *d = calloc(1, sizeof *d);
+    d->it = rocksdb_create_iterator_cf(st->db, st->ro, st->dlq_cf);
+    *out = d;
+    return 0;
+}
+
+int cdc_dlq_next(cdc_dlq_iter_t *d, cdc_dead_letter_t *dl, cdc_error_t *err)
+{
+    if (!d->started) {
+        d->started = 1;
+        rocksdb_iter_seek_to_first(d->it);
+    } else {
+        rocksdb_iter_next(d->it);
+    }
+    if (!rocksdb_iter_valid(d->it)) return 0;
+    size_t kl, vl;
+    const unsigned char *k = (const unsigned char *)rocksdb_iter_key(d->it, &kl);
+    const char *v = rocksdb_iter_value(d->it, &vl), *end = v + vl;
+    free(d->reason);
+    free(d->topic);
+    free(d->source);
+    d->reason = d->topic = d->source = NULL;
+    memset(dl, 0, sizeof *dl);
+    for (size_t i = 0; i < kl && i < 8; i++) dl->id = dl->id << 8 | k[i];
+    uint64_t part, off, line, rl;
+    if (!(d->reason = get_str(&v, end)) || !(d->topic = get_str(&v, end)) ||
+        cdc__get_varint(&v, end, &part) || cdc__get_varint(&v, end, &off) ||
+        !(d->source = get_str(&v, end)) || cdc__get_varint(&v, end, &line) ||
+        cdc__get_varint(&v, end, &rl) || (uint64_t)(end - v) < rl)
+        return cdc__err(err, CDC_ECORRUPT, "dead letter %llu does not decode", (unsigned long long)dl->id);
+    dl->reason = d->reason;
+    dl->topic = d->topic;
+    dl->partition = (int32_t)part;
+    dl->offset = (int64_t)off - 1;
+    dl->source = d->source;
+    dl->line = (int64_t)line;
+    dl->record = v;
+    dl->record_len = rl;
+    return 1;
+}
+
+void cdc_dlq_close(cdc_dlq_iter_t *d)
+{
+    if (!d) return;
+    if (d->it) rocksdb_iter_destroy(d->it);
+    free(d->reason);
+    free(d->topic);
+    free(d->source);
+    free(d);
+}

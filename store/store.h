@@ -1,0 +1,113 @@
+/*
+ * store.h: the in-memory state of an open replica, shared by store/store.c
+ * (opening, metadata, reads) and store/apply.c (the guarded apply).  The
+ * RocksDB C API is included here and nowhere outside store/.
+ */
+#ifndef CDC_STORE_H
+#define CDC_STORE_H
+
+#include <rocksdb/c.h>
+
+#include "internal.h"
+
+/* Counter slots, persisted per table in this order (cdc_stats_t's order). */
+enum {
+    CDC__ST_READ, CDC__ST_APPLIED, CDC__ST_STALE, CDC__ST_DUPLICATE, CDC__ST_TOMBSTONES,
+    CDC__ST_DELETES, CDC__ST_RESURRECTIONS, CDC__ST_PLACEHOLDERS, CDC__ST_GAP_DELETES,
+    CDC__ST_DEAD, CDC__ST_LIVE, CDC__ST_DELETED, CDC__ST_OTHER, CDC__ST_UNRESOLVED,
+    CDC__NSTATS
+};
+
+typedef struct cdc__table {
+    char *name;                          /* "schema.table"; "" = records of no known table */
+    rocksdb_column_family_handle_t *cf;  /* NULL for "" */
+    char **cols;                         /* column names, append-only */
+    size_t ncols, capcols;
+    char **keycols;
+    size_t nkey;
+    uint64_t *epochs;                    /* snapshot epochs seen, ascending */
+    size_t nepochs;
+    cdc__version floor;                  /* rows below it are deleted (completed snapshot, truncate) */
+    int floor_set;
+    uint64_t stats[CDC__NSTATS];
+    int meta_dirty, stats_dirty;
+} cdc__table;
+
+typedef struct cdc__mark {               /* from offset on, partition streams in epoch */
+    char *topic;
+    int32_t partition;
+    int64_t offset;
+    uint64_t epoch;
+} cdc__mark;
+
+typedef struct cdc__pos {
+    char *topic;
+    int32_t partition;
+    int64_t offset;
+} cdc__pos;
+
+typedef struct cdc__scale {
+    char *table, *column;
+    int scale;
+} cdc__scale;
+
+struct cdc_store {
+    char *dir;
+    rocksdb_t *db;
+    rocksdb_options_t *opts;
+    rocksdb_block_based_table_options_t *topts;
+    rocksdb_cache_t *cache;
+    rocksdb_readoptions_t *ro;
+    rocksdb_writeoptions_t *wo, *wo_sync;
+    rocksdb_column_family_handle_t *default_cf, *meta_cf, *dlq_cf;
+    int read_only;
+    int broken;                          /* a write failed: in-memory state is not trusted */
+    cdc__table **tables;
+    size_t ntables;
+    cdc__mark *marks;
+    size_t nmarks;
+    cdc__pos *pos;
+    size_t npos;
+    cdc__scale *scales;
+    size_t nscales;
+    uint64_t next_dlq;
+    uint64_t run_epoch;                  /* epoch of input without positions, this session */
+    cdc_log_fn log;
+    void *log_opaque;
+    cdc__buf getkey, getval, getkj;             /* cdc_store_get's borrowed result */
+    const char **getnames, **getvals;
+    size_t *getlens;
+    size_t getcap;
+};
+
+void cdc__log(cdc_store_t *st, int level, const char *facility, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Finds a table; with create, creates its column family and metadata. */
+int cdc__table_get(cdc_store_t *st, const char *name, int create, cdc__table **out,
+                   cdc_error_t *err);
+/* Index of column name in t (appending it when new, marking meta dirty). */
+size_t cdc__table_col(cdc__table *t, const char *name, size_t len);
+/* Adds the table's metadata and counters to wb when dirty. */
+void cdc__table_flush(cdc_store_t *st, cdc__table *t, rocksdb_writebatch_t *wb);
+
+/* Meta keys. */
+void cdc__meta_key_pos(cdc__buf *k, const char *topic, int32_t partition);
+void cdc__meta_key_mark(cdc__buf *k, const char *topic, int32_t partition, int64_t offset);
+
+/* The effective state of a stored value under the table's floor. */
+static inline void cdc__apply_floor(const cdc__table *t, cdc__value *v)
+{
+    if (t->floor_set && cdc__version_cmp(&v->ver, &t->floor) < 0) {
+        v->flags |= CDC__F_DELETED;
+        v->ver = t->floor;
+    }
+}
+
+/* Turns a stored row into parallel arrays of the table's columns (values in
+ * column order; missing columns NULL).  Arrays are grown in st's get buffers
+ * or the given ones. */
+int cdc__row_columns(const cdc__table *t, const char *row, size_t row_len, const char **vals,
+                     size_t *lens, size_t ncap);
+
+#endif
