@@ -138,6 +138,11 @@ typedef struct cdc_apply_options {
     int on_error;               /* CDC_ON_ERROR_CONTINUE (default) or _STOP */
     size_t max_record_bytes;    /* 0: 16 MiB; larger records are dead-lettered */
     int sync;                   /* 1: fsync the write-ahead log on every batch */
+    /* Called after the batch committed, once per change event of the batch
+     * (applied or not), with the event's table and source ts_ms: end-to-end
+     * latency is the current time minus ts_ms.  May be NULL. */
+    void (*on_change)(void *opaque, const char *table, int64_t ts_ms);
+    void *on_change_opaque;
 } cdc_apply_options_t;
 
 /* What one call did.  Counters are also accumulated in the replica (see

@@ -785,6 +785,10 @@ int cdc_store_apply(cdc_store_t *st, const cdc_record_t *recs, size_t n,
             free(e);
         }
     }
+    if (rc == 0 && opts->on_change)
+        for (size_t i = 0; i < n; i++)
+            if (rs[i].status == 0 && rs[i].ev.table)
+                opts->on_change(opts->on_change_opaque, rs[i].ev.table, rs[i].ev.ts_ms);
     if (rc == 0 && stopped) rc = CDC_ESTOPPED;
 out:
     if (rc && rc != CDC_ESTOPPED) st->broken = 1;
