@@ -323,6 +323,110 @@ CDC_API int cdc_dlq_open(cdc_store_t *st, cdc_dlq_iter_t **out, cdc_error_t *err
 CDC_API int cdc_dlq_next(cdc_dlq_iter_t *it, cdc_dead_letter_t *dl, cdc_error_t *err);
 CDC_API void cdc_dlq_close(cdc_dlq_iter_t *it);
 
+/* ---- Kafka ingest ---- */
+
+/* A Kafka consumer that feeds a replica: it reads Debezium topics in
+ * micro-batches bounded by count and time and applies each batch with
+ * cdc_store_apply(), so data and positions commit together.
+ *
+ * Positions live in the replica, not in the consumer group: on every
+ * partition assignment the consumer starts each partition at the replica's
+ * stored offset + 1 (cdc_store_position), or at the beginning when the
+ * replica has none.  The group's committed offsets are written (async) after
+ * each batch only so that lag can be monitored with Kafka's tools; they are
+ * never read back.  Before a partition is revoked the pending batch is
+ * applied, so no record of a revoked partition is applied after the revoke;
+ * a batch applied twice (after a crash) changes nothing, by the version guard.
+ * Several consumers in one group, each with its own replica, split the
+ * partitions; a partition that moves to a replica without a position for it
+ * is read there from the beginning. */
+typedef struct cdc_kafka cdc_kafka_t;
+
+/* One librdkafka property (https://github.com/confluentinc/librdkafka/blob/
+ * master/CONFIGURATION.md). */
+typedef struct cdc_kafka_property {
+    const char *name;
+    const char *value;
+} cdc_kafka_property_t;
+
+/* Running figures of a consumer.  Latencies are end to end: the wall clock
+ * just after the batch committed minus the change event's source ts_ms, per
+ * change event (tombstones and dead letters have none). */
+typedef struct cdc_kafka_stats {
+    uint64_t batches;          /* batches applied */
+    cdc_apply_result_t total;  /* the sum of the batches' results */
+    int64_t lag;               /* records between the applied positions and the high
+                                * watermarks of the assigned partitions, as last
+                                * fetched; -1 when unknown */
+    uint64_t latency_samples;
+    int64_t latency_p50_ms;    /* over the run so far (about 1.5% precision); -1 without samples */
+    int64_t latency_p99_ms;
+    int64_t latency_max_ms;
+} cdc_kafka_stats_t;
+
+/* What the per-batch callback receives.  Pointers are valid during the call. */
+typedef struct cdc_kafka_batch {
+    size_t records;                   /* Kafka records in the batch */
+    const cdc_apply_result_t *result; /* what cdc_store_apply did with them */
+    double apply_ms;                  /* time spent in cdc_store_apply */
+    const int64_t *latency_ms;        /* one end-to-end latency per change event */
+    size_t nlatency;
+    const cdc_kafka_stats_t *run;     /* running figures, this batch included */
+} cdc_kafka_batch_t;
+
+typedef struct cdc_kafka_options {
+    const char *brokers;              /* bootstrap.servers; NULL: from the properties */
+    const char *const *topics;        /* topics to subscribe to (at least one) */
+    size_t ntopics;
+    const char *group;                /* group.id; NULL: from the properties (required) */
+    size_t batch_max_events;          /* records per batch; 0: 10,000 */
+    int batch_max_ms;                 /* a batch is applied at most this long after its first
+                                       * record arrived; 0: 100 */
+    int from_beginning;               /* 1: start each partition at its first offset in this
+                                       * run, whatever the replica stored (a replay) */
+    const char *config_file;          /* NULL, or librdkafka properties as key=value lines
+                                       * ('#' starts a comment line) */
+    const cdc_kafka_property_t *properties; /* more properties, set after the file's */
+    size_t nproperties;
+    cdc_apply_options_t apply;        /* passed to cdc_store_apply (on_change is chained) */
+    cdc_log_fn log;                   /* NULL: no logging */
+    void *log_opaque;
+    volatile int *stop;               /* when it becomes non-zero, cdc_kafka_run applies the
+                                       * pending batch and returns 0 */
+    void (*on_batch)(void *opaque, const cdc_kafka_batch_t *batch); /* may be NULL */
+    void *on_batch_opaque;
+} cdc_kafka_options_t;
+
+/* Creates the consumer for store st and subscribes to the topics.  The
+ * properties enable.auto.commit, enable.auto.offset.store and
+ * enable.partition.eof are forced off; auto.offset.reset defaults to
+ * earliest.  Property values whose names contain "password", "secret",
+ * "sasl.jaas" or "ssl.key" never appear in messages or logs.
+ * Ownership: st stays the caller's and must outlive *out; the options are
+ * copied.  Release with cdc_kafka_close().
+ * Errors: CDC_EINVAL for a bad option or property (err names the property, or
+ * the file and line), -errno when config_file cannot be read, CDC_EKAFKA. */
+CDC_API int cdc_kafka_open(cdc_store_t *st, const cdc_kafka_options_t *opts, cdc_kafka_t **out,
+                           cdc_error_t *err);
+
+/* Consumes and applies batches until *opts->stop becomes non-zero (then the
+ * pending batch is applied, the offsets committed, and 0 returned) or a fatal
+ * error.  Broker outages are not errors: librdkafka reconnects with backoff
+ * and the errors are logged at a decreasing rate.  Log callback and per-batch
+ * callback run in the calling thread.  May be called again after it returned 0.
+ * Errors: CDC_EKAFKA for fatal client errors (librdkafka's fatal errors,
+ * authentication and authorisation failures), those of cdc_store_apply()
+ * (CDC_ESTOPPED with CDC_ON_ERROR_STOP, CDC_EIO).
+ * Thread-safety: one thread at a time per consumer, and none other on st. */
+CDC_API int cdc_kafka_run(cdc_kafka_t *k, cdc_error_t *err);
+
+/* The running figures.  Thread-safety: from the thread that runs k. */
+CDC_API void cdc_kafka_stats(const cdc_kafka_t *k, cdc_kafka_stats_t *out);
+
+/* Applies nothing more, commits the group offsets, leaves the group
+ * (rd_kafka_consumer_close) and frees k; accepts NULL. */
+CDC_API void cdc_kafka_close(cdc_kafka_t *k);
+
 #ifdef __cplusplus
 }
 #endif
