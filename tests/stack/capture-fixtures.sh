@@ -6,7 +6,8 @@
 #
 # Usage: tests/stack/capture-fixtures.sh [SCENARIO...]
 #   scenarios: snapshot_stream precise_decimal schemas_enabled toast_unchanged
-#              inflight_handover composite_key text_uuid_keys resnapshot
+#              inflight_handover inflight_single_tx composite_key text_uuid_keys
+#              resnapshot
 #   (default: all). Each scenario starts from scratch: it deletes every
 #   connector, every shop.* topic and recreates database shop.
 #
@@ -151,17 +152,17 @@ sc_text_uuid_keys() { sc_composite_key; }
 
 sc_resnapshot() {
     clean
-    app_psql -c "$(sql_phase "$SQL/resnapshot.sql" pre)"
+    sql_phase "$SQL/resnapshot.sql" pre | app_psql
     "$CONN" register fixture decimal.handling.mode=string
     "$CONN" wait-running fixture
-    app_psql -c "$(sql_phase "$SQL/resnapshot.sql" stream1)"
+    sql_phase "$SQL/resnapshot.sql" stream1 | app_psql
     wait_count 5 shop.public.orders
     # Gone: connector, its offsets, its slot and publication.
     "$CONN" delete fixture
-    app_psql -c "$(sql_phase "$SQL/resnapshot.sql" gap)"
+    sql_phase "$SQL/resnapshot.sql" gap | app_psql
     "$CONN" register fixture decimal.handling.mode=string
     "$CONN" wait-running fixture
-    app_psql -c "$(sql_phase "$SQL/resnapshot.sql" stream2)"
+    sql_phase "$SQL/resnapshot.sql" stream2 | app_psql
     wait_count 10 shop.public.orders
     dump "$OUT/resnapshot.jsonl" shop.public.orders
     "$CONN" delete fixture
@@ -257,7 +258,43 @@ sc_inflight_handover() {
     "$CONN" delete fixture
 }
 
-ALL="snapshot_stream precise_decimal schemas_enabled toast_unchanged inflight_handover composite_key resnapshot"
+# The naive variant: one transaction writes, then stays open while the
+# connector is registered. The slot cannot become consistent while it runs,
+# so no snapshot is taken before it commits: its write ends up in the
+# snapshot and is never streamed.
+sc_inflight_single_tx() {
+    clean
+    app_psql -c "INSERT INTO public.orders (order_id, status, amount, created_at) VALUES
+        (1, 'new', 10.00, '2026-04-01 10:00:00'),
+        (2, 'new', 20.00, '2026-04-01 10:01:00')"
+    local logpos
+    logpos=$(stat -c %s "$STACK_DIR/logs/postgres.log")
+    session_start A
+    session_send A "BEGIN; UPDATE public.orders SET status = 'held-open' WHERE order_id = 1;"
+    wait_xid A
+    "$CONN" register fixture decimal.handling.mode=string
+    wait_pglog 'logical decoding found initial starting point' "$logpos"
+    # Hold A for 5 s on purpose and show that the slot stays unusable meanwhile.
+    local until=$((SECONDS + 5))
+    while ((SECONDS < until)); do
+        [[ $(su_psql -tAc "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'walsender'
+                           AND query LIKE 'CREATE_REPLICATION_SLOT%' AND state = 'active'") == 1 ]] ||
+            die "CREATE_REPLICATION_SLOT finished while transaction A was still open"
+        [[ $(count_topic shop.public.orders) == 0 ]] || die "snapshot records appeared while A was open"
+        sleep 0.5
+    done
+    log "CREATE_REPLICATION_SLOT still waiting for transaction A after 5 s; committing A"
+    session_send A "COMMIT;"
+    session_end A
+    wait
+    "$CONN" wait-running fixture
+    app_psql -c "UPDATE public.orders SET status = 'after' WHERE order_id = 1"
+    wait_count 3 shop.public.orders
+    dump "$OUT/inflight_single_tx.jsonl" shop.public.orders
+    "$CONN" delete fixture
+}
+
+ALL="snapshot_stream precise_decimal schemas_enabled toast_unchanged inflight_handover inflight_single_tx composite_key resnapshot"
 
 main() {
     local s
