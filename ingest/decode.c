@@ -157,10 +157,19 @@ static const char *json_kind(const cJSON *v)
 /* ---- JSON helpers ---- */
 
 /* Parses exactly n bytes of JSON text: trailing whitespace (and NUL bytes) is
- * allowed, anything else after the value is not.  NULL on failure, with the
+ * allowed, anything else after the value, or a NUL byte within it, is not.  NULL on failure, with the
  * byte offset of the problem in *errpos. */
 static cJSON *parse_json(const char *p, size_t n, size_t *errpos)
 {
+    /* cJSON takes a NUL byte for whitespace between tokens and for the end
+     * of a string, which would silently cut a value short: refuse it. */
+    size_t eff = n;
+    while (eff > 0 && p[eff - 1] == '\0') eff--;
+    const char *nul = memchr(p, 0, eff);
+    if (nul) {
+        *errpos = (size_t)(nul - p);
+        return NULL;
+    }
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithLengthOpts(p, n, &end, 0);
     if (!j) {
