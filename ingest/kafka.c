@@ -1,0 +1,894 @@
+/*
+ * kafka.c: the Kafka source.  A librdkafka consumer that reads Debezium
+ * topics in micro-batches and applies each batch through cdc_store_apply(),
+ * the same guarded apply as the file source.  This is the only file that
+ * includes librdkafka.
+ *
+ * Where consumption resumes is the replica's business, not the group's: the
+ * positions are written by cdc_store_apply() in the same RocksDB write as the
+ * data, and every assignment starts each partition at the stored offset + 1
+ * (or at the beginning when the replica has none).  So a crash between the
+ * write and anything else replays at most the batch that was in flight, and
+ * that replay changes nothing because the version guard skips it.  The
+ * group's committed offsets are written asynchronously after each batch so
+ * that kafka-consumer-groups.sh and friends show the lag; they are never read.
+ *
+ * Rebalances: the pending batch is applied before an assignment changes,
+ * whatever the change, so no record of a revoked partition is applied after
+ * the revoke returned, and nothing consumed is thrown away.  Messages of a
+ * partition that is not (or no longer) assigned are dropped on arrival as a
+ * second line of defence; librdkafka already discards fetches of an outdated
+ * assignment.
+ *
+ * Every librdkafka callback (rebalance, errors, logs through log.queue,
+ * commit results) is served from rd_kafka_consumer_poll() in the thread that
+ * runs cdc_kafka_run(), so the store is only ever touched by that thread.
+ * Broker outages are left to librdkafka's reconnect backoff; their errors
+ * are logged with a per-kind interval that doubles from 1 s to 60 s while
+ * they persist.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "internal.h"
+
+#define DEFAULT_BATCH_EVENTS 10000
+#define DEFAULT_BATCH_MS 100
+#define POLL_MS 100            /* longest wait before the stop flag is looked at again */
+#define INFO_EVERY_MS 5000     /* per-batch info lines at most this often */
+#define THROTTLE_FIRST_MS 1000
+#define THROTTLE_MAX_MS 60000
+#define NTHROTTLE 32
+
+/* ---- Latency histogram ---- */
+
+/* Values below 1024 ms have their own bucket; above, each power of two is
+ * split into 64 buckets (relative precision about 1.5%).  Fixed size, so a
+ * consumer that runs for months keeps constant memory. */
+#define H_EXACT 1024
+#define H_SUB 64
+#define H_BUCKETS (H_EXACT + (63 - 10) * H_SUB)
+
+static size_t h_bucket(int64_t v)
+{
+    if (v < 0) v = 0;
+    if (v < H_EXACT) return (size_t)v;
+    int msb = 63 - __builtin_clzll((unsigned long long)v);
+    size_t b = H_EXACT + (size_t)(msb - 10) * H_SUB + (size_t)(((uint64_t)v >> (msb - 6)) & (H_SUB - 1));
+    return b < H_BUCKETS ? b : H_BUCKETS - 1;
+}
+
+static int64_t h_value(size_t b)
+{
+    if (b < H_EXACT) return (int64_t)b;
+    size_t j = b - H_EXACT;
+    int msb = (int)(j / H_SUB) + 10;
+    uint64_t sub = j % H_SUB;
+    return (int64_t)((H_SUB + sub) << (msb - 6));
+}
+
+/* ---- The consumer ---- */
+
+/* A partition this consumer has been assigned at some point in the run. */
+typedef struct kpart {
+    char *topic;
+    int32_t partition;
+    int assigned;
+    int64_t run_next;   /* next offset after what this run applied; -1: nothing yet */
+} kpart;
+
+typedef struct throttle {
+    char key[64];
+    int64_t next_ms;    /* monotonic time before which the kind is not logged again */
+    int64_t interval_ms;
+    uint64_t suppressed;
+    int64_t used_ms;
+} throttle;
+
+struct cdc_kafka {
+    cdc_store_t *st;
+    rd_kafka_t *rk;
+    char **topics;
+    size_t ntopics;
+    size_t batch_max;
+    int batch_ms;
+    int from_beginning;
+    cdc_apply_options_t apply;
+    void (*user_on_change)(void *opaque, const char *table, int64_t ts_ms);
+    void *user_on_change_opaque;
+    cdc_log_fn log;
+    void *log_opaque;
+    volatile int *stop;
+    void (*on_batch)(void *opaque, const cdc_kafka_batch_t *batch);
+    void *on_batch_opaque;
+
+    /* The pending batch: messages stay owned until applied. */
+    rd_kafka_message_t **msgs;
+    size_t n, cap;
+    cdc_record_t *recs;
+    size_t recs_cap;
+    int64_t deadline_ms;
+
+    kpart *parts;
+    size_t nparts;
+    size_t last_part;   /* lookup cache */
+
+    /* Latency of the batch being applied, and over the run. */
+    int64_t *lat;
+    size_t nlat, lat_cap;
+    int64_t batch_wall_ms;
+    uint64_t *hist;
+    int64_t lat_max;
+
+    cdc_kafka_stats_t stats;
+
+    /* Info line accumulation since the last one. */
+    int64_t info_last_ms;
+    uint64_t info_records, info_batches;
+    cdc_apply_result_t info_res;
+
+    throttle thr[NTHROTTLE];
+    uint64_t errors_since_ok;
+
+    int closing;
+    int fatal;
+    char fatal_msg[1100];
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- Logging ---- */
+
+static void klog(cdc_kafka_t *k, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void klog(cdc_kafka_t *k, int level, const char *fmt, ...)
+{
+    if (!k->log) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    k->log(k->log_opaque, level, "kafka", msg);
+}
+
+/* Logs a message of a recurring kind (key) unless the same kind was logged
+ * less than its interval ago; the interval doubles while the kind recurs
+ * and the count of suppressed lines is given with the next line. */
+static void klog_throttled(cdc_kafka_t *k, int level, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void klog_throttled(cdc_kafka_t *k, int level, const char *key, const char *fmt, ...)
+{
+    int64_t now = mono_ms();
+    throttle *t = NULL, *oldest = &k->thr[0];
+    for (size_t i = 0; i < NTHROTTLE; i++) {
+        if (k->thr[i].key[0] && !strcmp(k->thr[i].key, key)) {
+            t = &k->thr[i];
+            break;
+        }
+        if (k->thr[i].used_ms < oldest->used_ms) oldest = &k->thr[i];
+    }
+    if (!t) {
+        t = oldest;
+        memset(t, 0, sizeof *t);
+        snprintf(t->key, sizeof t->key, "%s", key);
+    }
+    t->used_ms = now;
+    k->errors_since_ok++;
+    if (now < t->next_ms) {
+        t->suppressed++;
+        return;
+    }
+    t->interval_ms = t->interval_ms ? t->interval_ms * 2 : THROTTLE_FIRST_MS;
+    if (t->interval_ms > THROTTLE_MAX_MS) t->interval_ms = THROTTLE_MAX_MS;
+    t->next_ms = now + t->interval_ms;
+    if (!k->log) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (t->suppressed && len >= 0 && (size_t)len < sizeof msg)
+        snprintf(msg + len, sizeof msg - (size_t)len, " (%llu more like this since the last)",
+                 (unsigned long long)t->suppressed);
+    t->suppressed = 0;
+    k->log(k->log_opaque, level, "kafka", msg);
+}
+
+/* A message arrived: recurring errors are over, log them at once next time. */
+static void throttle_reset(cdc_kafka_t *k)
+{
+    if (!k->errors_since_ok) return;
+    klog(k, CDC_LOG_INFO, "consuming again after %llu errors", (unsigned long long)k->errors_since_ok);
+    k->errors_since_ok = 0;
+    memset(k->thr, 0, sizeof k->thr);
+}
+
+static int kfatal(cdc_kafka_t *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int kfatal(cdc_kafka_t *k, const char *fmt, ...)
+{
+    if (k->fatal) return k->fatal;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(k->fatal_msg, sizeof k->fatal_msg, fmt, ap);
+    va_end(ap);
+    k->fatal = CDC_EKAFKA;
+    klog(k, CDC_LOG_ERROR, "%s", k->fatal_msg);
+    return k->fatal;
+}
+
+/* Errors that retrying does not cure. */
+static int err_is_fatal(rd_kafka_resp_err_t e)
+{
+    switch (e) {
+    case RD_KAFKA_RESP_ERR__FATAL:
+    case RD_KAFKA_RESP_ERR__AUTHENTICATION:
+    case RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED:
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* ---- librdkafka callbacks ---- */
+
+static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    cdc_kafka_t *k = opaque;
+    if (err == RD_KAFKA_RESP_ERR__FATAL) {
+        char es[512];
+        rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, es, sizeof es);
+        kfatal(k, "fatal Kafka client error: %s: %s", rd_kafka_err2name(orig), es);
+        return;
+    }
+    if (err_is_fatal((rd_kafka_resp_err_t)err)) {
+        kfatal(k, "Kafka: %s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+        return;
+    }
+    char key[32];
+    snprintf(key, sizeof key, "err:%d", err);
+    klog_throttled(k, err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ? CDC_LOG_ERROR : CDC_LOG_WARN, key,
+                   "Kafka: %s: %s (retrying)", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+}
+
+static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    cdc_kafka_t *k = rd_kafka_opaque(rk);
+    if (!k || !k->log) return;
+    int lv = level <= 3 ? CDC_LOG_ERROR : level == 4 ? CDC_LOG_WARN : level <= 6 ? CDC_LOG_INFO : CDC_LOG_DEBUG;
+    if (lv <= CDC_LOG_WARN) {
+        char key[64];
+        snprintf(key, sizeof key, "log:%s", fac);
+        klog_throttled(k, lv, key, "librdkafka %s: %s", fac, buf);
+    } else {
+        klog(k, lv, "librdkafka %s: %s", fac, buf);
+    }
+}
+
+static void commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *offsets,
+                      void *opaque)
+{
+    (void)rk;
+    (void)offsets;
+    cdc_kafka_t *k = opaque;
+    if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET)
+        klog_throttled(k, CDC_LOG_WARN, "commit",
+                       "committing the group offsets (for lag monitoring only) failed: %s", rd_kafka_err2str(err));
+}
+
+/* ---- Partitions ---- */
+
+static kpart *part_find(cdc_kafka_t *k, const char *topic, int32_t partition, int create)
+{
+    if (k->last_part < k->nparts) {
+        kpart *p = &k->parts[k->last_part];
+        if (p->partition == partition && !strcmp(p->topic, topic)) return p;
+    }
+    for (size_t i = 0; i < k->nparts; i++)
+        if (k->parts[i].partition == partition && !strcmp(k->parts[i].topic, topic)) {
+            k->last_part = i;
+            return &k->parts[i];
+        }
+    if (!create) return NULL;
+    kpart *np = realloc(k->parts, (k->nparts + 1) * sizeof *np);
+    if (!np) return NULL;
+    k->parts = np;
+    kpart *p = &k->parts[k->nparts];
+    p->topic = strdup(topic);
+    if (!p->topic) return NULL;
+    p->partition = partition;
+    p->assigned = 0;
+    p->run_next = -1;
+    k->last_part = k->nparts++;
+    return p;
+}
+
+/* Records between what was applied and the high watermarks last fetched. */
+static int64_t estimate_lag(cdc_kafka_t *k)
+{
+    int64_t lag = 0;
+    int known = 0;
+    for (size_t i = 0; i < k->nparts; i++) {
+        kpart *p = &k->parts[i];
+        if (!p->assigned) continue;
+        int64_t lo = -1, hi = -1;
+        if (rd_kafka_get_watermark_offsets(k->rk, p->topic, p->partition, &lo, &hi) || hi < 0) continue;
+        int64_t next = p->run_next;
+        if (next < 0) {
+            int64_t stored = -1;
+            cdc_store_position(k->st, p->topic, p->partition, &stored, NULL);
+            next = stored >= 0 ? stored + 1 : (lo >= 0 ? lo : 0);
+        }
+        if (hi > next) lag += hi - next;
+        known = 1;
+    }
+    return known ? lag : -1;
+}
+
+/* ---- Batches ---- */
+
+static void on_change(void *opaque, const char *table, int64_t ts_ms)
+{
+    cdc_kafka_t *k = opaque;
+    if (!k->batch_wall_ms) k->batch_wall_ms = wall_ms();
+    if (ts_ms > 0) {
+        int64_t l = k->batch_wall_ms - ts_ms;
+        if (l < 0) l = 0; /* clocks of different hosts */
+        if (k->nlat == k->lat_cap) {
+            size_t nc = k->lat_cap ? k->lat_cap * 2 : 1024;
+            int64_t *nl = realloc(k->lat, nc * sizeof *nl);
+            if (nl) {
+                k->lat = nl;
+                k->lat_cap = nc;
+            }
+        }
+        if (k->nlat < k->lat_cap) k->lat[k->nlat++] = l;
+        k->hist[h_bucket(l)]++;
+        k->stats.latency_samples++;
+        if (l > k->lat_max) k->lat_max = l;
+    }
+    if (k->user_on_change) k->user_on_change(k->user_on_change_opaque, table, ts_ms);
+}
+
+static int64_t percentile(const cdc_kafka_t *k, double q)
+{
+    uint64_t total = k->stats.latency_samples;
+    if (!total) return -1;
+    uint64_t rank = (uint64_t)(q * (double)total + 0.999999);
+    if (rank < 1) rank = 1;
+    uint64_t seen = 0;
+    for (size_t b = 0; b < H_BUCKETS; b++) {
+        seen += k->hist[b];
+        if (seen >= rank) {
+            int64_t v = h_value(b);
+            return v < k->lat_max ? v : k->lat_max;
+        }
+    }
+    return k->lat_max;
+}
+
+static void add_result(cdc_apply_result_t *to, const cdc_apply_result_t *r)
+{
+    to->read += r->read;
+    to->applied += r->applied;
+    to->stale += r->stale;
+    to->duplicate += r->duplicate;
+    to->tombstones += r->tombstones;
+    to->dead_letters += r->dead_letters;
+}
+
+/* Commits, for monitoring, the replica's positions of the partitions in the
+ * batch just applied. */
+static void commit_positions(cdc_kafka_t *k)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    for (size_t i = 0; i < k->n; i++) {
+        const char *topic = rd_kafka_topic_name(k->msgs[i]->rkt);
+        int32_t part = k->msgs[i]->partition;
+        if (rd_kafka_topic_partition_list_find(l, topic, part)) continue;
+        int64_t stored = -1;
+        if (cdc_store_position(k->st, topic, part, &stored, NULL) || stored < 0) continue;
+        rd_kafka_topic_partition_list_add(l, topic, part)->offset = stored + 1;
+    }
+    if (l->cnt) {
+        rd_kafka_resp_err_t e = rd_kafka_commit(k->rk, l, 1);
+        if (e) klog_throttled(k, CDC_LOG_WARN, "commit", "committing the group offsets failed: %s", rd_kafka_err2str(e));
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void drop_pending(cdc_kafka_t *k)
+{
+    for (size_t i = 0; i < k->n; i++) rd_kafka_message_destroy(k->msgs[i]);
+    k->n = 0;
+}
+
+static void info_line(cdc_kafka_t *k, int force)
+{
+    int64_t now = mono_ms();
+    if (!k->info_batches || (!force && now - k->info_last_ms < INFO_EVERY_MS)) return;
+    double secs = k->info_last_ms ? (double)(now - k->info_last_ms) / 1000.0 : 0;
+    char rate[48] = "";
+    if (secs > 0) snprintf(rate, sizeof rate, " (%.0f/s)", (double)k->info_records / secs);
+    char lag[32] = "unknown", p50[32] = "-", p99[32] = "-";
+    if (k->stats.lag >= 0) snprintf(lag, sizeof lag, "%lld", (long long)k->stats.lag);
+    if (k->stats.latency_p50_ms >= 0) {
+        snprintf(p50, sizeof p50, "%lld ms", (long long)k->stats.latency_p50_ms);
+        snprintf(p99, sizeof p99, "%lld ms", (long long)k->stats.latency_p99_ms);
+    }
+    klog(k, CDC_LOG_INFO,
+         "%llu records in %llu batches%s: %llu applied, %llu stale, %llu duplicate, %llu tombstones, "
+         "%llu dead letters; lag %s; end-to-end latency p50 %s, p99 %s over %llu changes",
+         (unsigned long long)k->info_records, (unsigned long long)k->info_batches, rate,
+         (unsigned long long)k->info_res.applied, (unsigned long long)k->info_res.stale,
+         (unsigned long long)k->info_res.duplicate, (unsigned long long)k->info_res.tombstones,
+         (unsigned long long)k->info_res.dead_letters, lag, p50, p99,
+         (unsigned long long)k->stats.latency_samples);
+    k->info_last_ms = now;
+    k->info_records = k->info_batches = 0;
+    memset(&k->info_res, 0, sizeof k->info_res);
+}
+
+/* Applies the pending batch, then commits the group offsets and reports.
+ * The messages are released whatever the outcome: on failure the replica's
+ * positions still say where to start again. */
+static int flush(cdc_kafka_t *k, cdc_error_t *err)
+{
+    if (!k->n) return 0;
+    if (k->recs_cap < k->n) {
+        cdc_record_t *nr = realloc(k->recs, k->n * sizeof *nr);
+        if (!nr) {
+            drop_pending(k);
+            return cdc__err(err, CDC_ENOMEM, "out of memory for a batch of Kafka records");
+        }
+        k->recs = nr;
+        k->recs_cap = k->n;
+    }
+    for (size_t i = 0; i < k->n; i++) {
+        const rd_kafka_message_t *m = k->msgs[i];
+        cdc_record_t *r = &k->recs[i];
+        memset(r, 0, sizeof *r);
+        r->topic = rd_kafka_topic_name(m->rkt);
+        r->partition = m->partition;
+        r->offset = m->offset;
+        r->key = m->key;
+        r->key_len = m->key ? m->key_len : 0;
+        r->value = m->payload;
+        r->value_len = m->payload ? m->len : 0;
+    }
+    cdc_apply_options_t ao = k->apply;
+    ao.on_change = on_change;
+    ao.on_change_opaque = k;
+    k->nlat = 0;
+    k->batch_wall_ms = 0;
+    cdc_apply_result_t res = {0};
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    int rc = cdc_store_apply(k->st, k->recs, k->n, &ao, &res, err);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double apply_ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+    if (rc == 0 || rc == CDC_ESTOPPED) {
+        for (size_t i = 0; i < k->n; i++) {
+            const rd_kafka_message_t *m = k->msgs[i];
+            kpart *p = part_find(k, rd_kafka_topic_name(m->rkt), m->partition, 1);
+            if (p && (rc == 0 || p->run_next < 0)) {
+                if (rc == 0) {
+                    if (m->offset + 1 > p->run_next) p->run_next = m->offset + 1;
+                } else {
+                    int64_t stored = -1;
+                    cdc_store_position(k->st, p->topic, p->partition, &stored, NULL);
+                    if (stored >= 0) p->run_next = stored + 1;
+                }
+            }
+        }
+        commit_positions(k);
+        add_result(&k->stats.total, &res);
+        add_result(&k->info_res, &res);
+        k->stats.batches++;
+        k->info_batches++;
+        k->info_records += k->n;
+        k->stats.lag = estimate_lag(k);
+        k->stats.latency_p50_ms = percentile(k, 0.50);
+        k->stats.latency_p99_ms = percentile(k, 0.99);
+        k->stats.latency_max_ms = k->stats.latency_samples ? k->lat_max : -1;
+        if (k->on_batch) {
+            cdc_kafka_batch_t bt = {.records = k->n, .result = &res, .apply_ms = apply_ms,
+                                    .latency_ms = k->lat, .nlatency = k->nlat, .run = &k->stats};
+            k->on_batch(k->on_batch_opaque, &bt);
+        }
+        info_line(k, 0);
+    } else {
+        klog(k, CDC_LOG_ERROR, "applying a batch of %zu records failed: %s", k->n,
+             err && err->msg[0] ? err->msg : cdc_strerror(rc));
+    }
+    drop_pending(k);
+    return rc;
+}
+
+/* ---- Rebalances ---- */
+
+/* The offset a newly assigned partition starts at: the replica's stored
+ * position + 1, or the beginning; with from_beginning, the beginning unless
+ * this run already applied some of it. */
+static int64_t start_offset(cdc_kafka_t *k, kpart *p, int64_t *stored_out)
+{
+    int64_t stored = -1;
+    cdc_error_t e = {0};
+    if (cdc_store_position(k->st, p->topic, p->partition, &stored, &e))
+        kfatal(k, "%s[%d]: reading the stored position failed: %s", p->topic, (int)p->partition, e.msg);
+    *stored_out = stored;
+    if (k->from_beginning) return p->run_next >= 0 ? p->run_next : RD_KAFKA_OFFSET_BEGINNING;
+    return stored >= 0 ? stored + 1 : RD_KAFKA_OFFSET_BEGINNING;
+}
+
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
+                         void *opaque)
+{
+    cdc_kafka_t *k = opaque;
+    int coop = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+    rd_kafka_error_t *kerr = NULL;
+    rd_kafka_resp_err_t rerr = 0;
+
+    /* Whatever changes, the records consumed so far are applied first: they
+     * were read while the partitions were ours, and the replica is ours. */
+    if (!k->closing && k->n) {
+        cdc_error_t e = {0};
+        int rc = flush(k, &e);
+        if (rc && !k->fatal) {
+            k->fatal = rc;
+            snprintf(k->fatal_msg, sizeof k->fatal_msg, "%s", e.msg[0] ? e.msg : cdc_strerror(rc));
+        }
+    }
+
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        for (int i = 0; i < parts->cnt; i++) {
+            rd_kafka_topic_partition_t *tp = &parts->elems[i];
+            kpart *p = part_find(k, tp->topic, tp->partition, 1);
+            if (!p) {
+                kfatal(k, "out of memory");
+                continue;
+            }
+            int64_t stored;
+            tp->offset = start_offset(k, p, &stored);
+            p->assigned = 1;
+            if (tp->offset == RD_KAFKA_OFFSET_BEGINNING)
+                klog(k, CDC_LOG_INFO, "assigned %s[%d]: from the beginning (%s)", tp->topic, (int)tp->partition,
+                     k->from_beginning ? "--from-beginning" : "no stored position");
+            else
+                klog(k, CDC_LOG_INFO, "assigned %s[%d]: from offset %lld (stored position %lld)", tp->topic,
+                     (int)tp->partition, (long long)tp->offset, (long long)stored);
+        }
+        if (coop) kerr = rd_kafka_incremental_assign(rk, parts);
+        else rerr = rd_kafka_assign(rk, parts);
+    } else {
+        int lost = rd_kafka_assignment_lost(rk);
+        for (int i = 0; i < parts->cnt; i++) {
+            kpart *p = part_find(k, parts->elems[i].topic, parts->elems[i].partition, 0);
+            if (p) p->assigned = 0;
+            klog(k, CDC_LOG_INFO, "%s %s[%d]", lost ? "lost" : "revoked", parts->elems[i].topic,
+                 (int)parts->elems[i].partition);
+        }
+        if (err != RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS)
+            klog(k, CDC_LOG_WARN, "rebalance error: %s", rd_kafka_err2str(err));
+        if (coop) kerr = rd_kafka_incremental_unassign(rk, parts);
+        else rerr = rd_kafka_assign(rk, NULL);
+    }
+    if (kerr) {
+        klog(k, CDC_LOG_ERROR, "changing the assignment failed: %s", rd_kafka_error_string(kerr));
+        rd_kafka_error_destroy(kerr);
+    } else if (rerr) {
+        klog(k, CDC_LOG_ERROR, "changing the assignment failed: %s", rd_kafka_err2str(rerr));
+    }
+}
+
+/* ---- Configuration ---- */
+
+static int is_secret(const char *name)
+{
+    return strstr(name, "password") || strstr(name, "secret") || strstr(name, "sasl.jaas") ||
+           strstr(name, "ssl.key");
+}
+
+static const char *const forced[][2] = {
+    {"enable.auto.commit", "false"},
+    {"enable.auto.offset.store", "false"},
+    {"enable.partition.eof", "false"},
+    {"log.queue", "true"},
+};
+
+/* Sets one property; where names its origin ("FILE:LINE" or "option"). */
+static int conf_set(cdc_kafka_t *k, rd_kafka_conf_t *conf, const char *name, const char *value,
+                    const char *where, cdc_error_t *err)
+{
+    for (size_t i = 0; i < sizeof forced / sizeof forced[0]; i++)
+        if (!strcmp(name, forced[i][0])) {
+            if (strcmp(value, forced[i][1]))
+                klog(k, CDC_LOG_WARN, "%s: property %s is always %s here; ignored", where, name, forced[i][1]);
+            return 0;
+        }
+    char es[512];
+    if (rd_kafka_conf_set(conf, name, value, es, sizeof es) != RD_KAFKA_CONF_OK) {
+        /* librdkafka's message may quote the value. */
+        if (is_secret(name)) return cdc__err(err, CDC_EINVAL, "%s: property %s: invalid value (not shown)", where, name);
+        return cdc__err(err, CDC_EINVAL, "%s: property %s: %s", where, name, es);
+    }
+    klog(k, CDC_LOG_DEBUG, "%s: %s = %s", where, name, is_secret(name) ? "(not shown)" : value);
+    return 0;
+}
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n')) s[--n] = 0;
+    return s;
+}
+
+static int conf_file(cdc_kafka_t *k, rd_kafka_conf_t *conf, const char *path, int *set_reset, cdc_error_t *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return cdc__err(err, -errno, "%s: cannot open: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    int lineno = 0, rc = 0;
+    while (getline(&line, &cap, f) >= 0) {
+        lineno++;
+        char *s = trim(line);
+        if (!*s || *s == '#') continue;
+        char *eq = strchr(s, '=');
+        char where[600];
+        snprintf(where, sizeof where, "%s:%d", path, lineno);
+        if (!eq) {
+            rc = cdc__err(err, CDC_EINVAL, "%s: expected key=value", where);
+            break;
+        }
+        *eq = 0;
+        char *name = trim(s), *value = trim(eq + 1);
+        if (!*name) {
+            rc = cdc__err(err, CDC_EINVAL, "%s: expected key=value", where);
+            break;
+        }
+        if (!strcmp(name, "auto.offset.reset")) *set_reset = 1;
+        if ((rc = conf_set(k, conf, name, value, where, err))) break;
+    }
+    if (!rc && ferror(f)) rc = cdc__err(err, CDC_EIO, "%s: read error", path);
+    /* The line may hold a secret: clear it before it goes back to the heap. */
+    if (line) memset(line, 0, cap);
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* ---- API ---- */
+
+static void kafka_free(cdc_kafka_t *k)
+{
+    if (!k) return;
+    drop_pending(k);
+    for (size_t i = 0; i < k->ntopics; i++) free(k->topics[i]);
+    free(k->topics);
+    for (size_t i = 0; i < k->nparts; i++) free(k->parts[i].topic);
+    free(k->parts);
+    free(k->msgs);
+    free(k->recs);
+    free(k->lat);
+    free(k->hist);
+    free(k);
+}
+
+int cdc_kafka_open(cdc_store_t *st, const cdc_kafka_options_t *o, cdc_kafka_t **out, cdc_error_t *err)
+{
+    if (out) *out = NULL;
+    if (!st || !o || !out) return cdc__err(err, CDC_EINVAL, "cdc_kafka_open: bad arguments");
+    if (!o->ntopics || !o->topics) return cdc__err(err, CDC_EINVAL, "cdc_kafka_open: no topic to consume");
+    for (size_t i = 0; i < o->ntopics; i++)
+        if (!o->topics[i] || !o->topics[i][0]) return cdc__err(err, CDC_EINVAL, "cdc_kafka_open: empty topic name");
+    if (o->batch_max_ms < 0) return cdc__err(err, CDC_EINVAL, "cdc_kafka_open: negative batch_max_ms");
+
+    cdc_kafka_t *k = calloc(1, sizeof *k);
+    if (!k) return cdc__err(err, CDC_ENOMEM, "out of memory");
+    k->st = st;
+    k->batch_max = o->batch_max_events ? o->batch_max_events : DEFAULT_BATCH_EVENTS;
+    k->batch_ms = o->batch_max_ms ? o->batch_max_ms : DEFAULT_BATCH_MS;
+    k->from_beginning = o->from_beginning;
+    k->apply = o->apply;
+    k->user_on_change = o->apply.on_change;
+    k->user_on_change_opaque = o->apply.on_change_opaque;
+    k->log = o->log;
+    k->log_opaque = o->log_opaque;
+    k->stop = o->stop;
+    k->on_batch = o->on_batch;
+    k->on_batch_opaque = o->on_batch_opaque;
+    k->stats.lag = -1;
+    k->stats.latency_p50_ms = k->stats.latency_p99_ms = k->stats.latency_max_ms = -1;
+    k->hist = calloc(H_BUCKETS, sizeof *k->hist);
+    k->topics = calloc(o->ntopics, sizeof *k->topics);
+    if (!k->hist || !k->topics) {
+        kafka_free(k);
+        return cdc__err(err, CDC_ENOMEM, "out of memory");
+    }
+    for (k->ntopics = 0; k->ntopics < o->ntopics; k->ntopics++)
+        if (!(k->topics[k->ntopics] = strdup(o->topics[k->ntopics]))) {
+            kafka_free(k);
+            return cdc__err(err, CDC_ENOMEM, "out of memory");
+        }
+
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    int rc = 0, set_reset = 0;
+    char buf[512];
+    size_t bl;
+    if (o->config_file && (rc = conf_file(k, conf, o->config_file, &set_reset, err))) goto fail;
+    for (size_t i = 0; i < o->nproperties; i++) {
+        const cdc_kafka_property_t *p = &o->properties[i];
+        if (!p->name || !p->value) {
+            rc = cdc__err(err, CDC_EINVAL, "cdc_kafka_open: property %zu has no name or value", i);
+            goto fail;
+        }
+        if (!strcmp(p->name, "auto.offset.reset")) set_reset = 1;
+        if ((rc = conf_set(k, conf, p->name, p->value, "option", err))) goto fail;
+    }
+    if (o->brokers && (rc = conf_set(k, conf, "bootstrap.servers", o->brokers, "brokers", err))) goto fail;
+    if (o->group && (rc = conf_set(k, conf, "group.id", o->group, "group", err))) goto fail;
+    if (!set_reset && (rc = conf_set(k, conf, "auto.offset.reset", "earliest", "default", err))) goto fail;
+    for (size_t i = 0; i < sizeof forced / sizeof forced[0]; i++)
+        if (rd_kafka_conf_set(conf, forced[i][0], forced[i][1], buf, sizeof buf) != RD_KAFKA_CONF_OK) {
+            rc = cdc__err(err, CDC_EKAFKA, "property %s: %s", forced[i][0], buf);
+            goto fail;
+        }
+    bl = sizeof buf;
+    if (rd_kafka_conf_get(conf, "group.id", buf, &bl) != RD_KAFKA_CONF_OK || !buf[0]) {
+        rc = cdc__err(err, CDC_EINVAL, "cdc_kafka_open: a consumer group (group.id) is required");
+        goto fail;
+    }
+    bl = sizeof buf;
+    if (rd_kafka_conf_get(conf, "bootstrap.servers", buf, &bl) != RD_KAFKA_CONF_OK || !buf[0]) {
+        rc = cdc__err(err, CDC_EINVAL, "cdc_kafka_open: no brokers (bootstrap.servers) given");
+        goto fail;
+    }
+    rd_kafka_conf_set_opaque(conf, k);
+    rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
+    rd_kafka_conf_set_error_cb(conf, error_cb);
+    rd_kafka_conf_set_log_cb(conf, log_cb);
+    rd_kafka_conf_set_offset_commit_cb(conf, commit_cb);
+
+    char es[512];
+    k->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, es, sizeof es);
+    if (!k->rk) {
+        rc = cdc__err(err, CDC_EKAFKA, "creating the Kafka consumer failed: %s", es);
+        goto fail;
+    }
+    conf = NULL; /* owned by k->rk now */
+    rd_kafka_set_log_queue(k->rk, NULL);
+    rd_kafka_poll_set_consumer(k->rk);
+
+    rd_kafka_topic_partition_list_t *subs = rd_kafka_topic_partition_list_new((int)k->ntopics);
+    for (size_t i = 0; i < k->ntopics; i++)
+        rd_kafka_topic_partition_list_add(subs, k->topics[i], RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t se = rd_kafka_subscribe(k->rk, subs);
+    rd_kafka_topic_partition_list_destroy(subs);
+    if (se) {
+        rc = cdc__err(err, CDC_EKAFKA, "subscribing to %s%s failed: %s", k->topics[0],
+                      k->ntopics > 1 ? " and others" : "", rd_kafka_err2str(se));
+        goto fail;
+    }
+    klog(k, CDC_LOG_INFO, "consuming %s%s as group member; positions come from the replica", k->topics[0],
+         k->ntopics > 1 ? " and others" : "");
+    *out = k;
+    return 0;
+fail:
+    if (conf) rd_kafka_conf_destroy(conf);
+    if (k->rk) {
+        k->closing = 1;
+        rd_kafka_destroy(k->rk);
+    }
+    kafka_free(k);
+    return rc;
+}
+
+int cdc_kafka_run(cdc_kafka_t *k, cdc_error_t *err)
+{
+    if (!k) return cdc__err(err, CDC_EINVAL, "cdc_kafka_run: bad arguments");
+    int rc = 0;
+    for (;;) {
+        if (k->fatal) {
+            drop_pending(k);
+            rc = cdc__err(err, k->fatal, "%s", k->fatal_msg);
+            break;
+        }
+        if (k->stop && *k->stop) {
+            rc = flush(k, err);
+            break;
+        }
+        int timeout = POLL_MS;
+        if (k->n) {
+            int64_t left = k->deadline_ms - mono_ms();
+            if (left <= 0) {
+                if ((rc = flush(k, err))) break;
+                continue;
+            }
+            if (left < timeout) timeout = (int)left;
+        }
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(k->rk, timeout);
+        if (!m) continue;
+        if (m->err) {
+            rd_kafka_resp_err_t e = m->err;
+            const char *topic = m->rkt ? rd_kafka_topic_name(m->rkt) : "";
+            if (err_is_fatal(e)) {
+                kfatal(k, "Kafka: %s%s%s: %s", topic, topic[0] ? ": " : "", rd_kafka_err2name(e),
+                       rd_kafka_message_errstr(m));
+            } else {
+                char key[32];
+                snprintf(key, sizeof key, "msg:%d", (int)e);
+                klog_throttled(k, CDC_LOG_WARN, key, "Kafka: %s%s%s: %s", topic, topic[0] ? ": " : "",
+                               rd_kafka_err2name(e), rd_kafka_message_errstr(m));
+            }
+            rd_kafka_message_destroy(m);
+            continue;
+        }
+        kpart *p = part_find(k, rd_kafka_topic_name(m->rkt), m->partition, 0);
+        if (!p || !p->assigned) {
+            rd_kafka_message_destroy(m);
+            continue;
+        }
+        throttle_reset(k);
+        if (k->n == k->cap) {
+            size_t nc = k->cap ? k->cap * 2 : 256;
+            rd_kafka_message_t **nm = realloc(k->msgs, nc * sizeof *nm);
+            if (!nm) {
+                rd_kafka_message_destroy(m);
+                rc = cdc__err(err, CDC_ENOMEM, "out of memory for a batch of Kafka records");
+                break;
+            }
+            k->msgs = nm;
+            k->cap = nc;
+        }
+        k->msgs[k->n++] = m;
+        if (k->n == 1) k->deadline_ms = mono_ms() + k->batch_ms;
+        if (k->n >= k->batch_max && (rc = flush(k, err))) break;
+    }
+    info_line(k, 1);
+    return rc;
+}
+
+void cdc_kafka_stats(const cdc_kafka_t *k, cdc_kafka_stats_t *out)
+{
+    if (!k || !out) return;
+    *out = k->stats;
+}
+
+void cdc_kafka_close(cdc_kafka_t *k)
+{
+    if (!k) return;
+    /* Records not applied by cdc_kafka_run are dropped: the replica's
+     * positions say where to start again. */
+    drop_pending(k);
+    k->closing = 1;
+    if (k->rk) {
+        rd_kafka_consumer_close(k->rk);
+        rd_kafka_destroy(k->rk);
+    }
+    kafka_free(k);
+}
