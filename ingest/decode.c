@@ -156,9 +156,9 @@ static const char *json_kind(const cJSON *v)
 
 /* ---- JSON helpers ---- */
 
-/* Parses exactly n bytes of JSON text: trailing whitespace (and NUL bytes) is
- * allowed, anything else after the value, or a NUL byte within it, is not.  NULL on failure, with the
- * byte offset of the problem in *errpos. */
+/* Parses exactly n bytes of JSON text: trailing whitespace (and NUL bytes)
+ * is allowed; anything else after the value, or a NUL byte within it, is
+ * not.  NULL on failure, with the byte offset of the problem in *errpos. */
 static cJSON *parse_json(const char *p, size_t n, size_t *errpos)
 {
     /* cJSON takes a NUL byte for whitespace between tokens and for the end
@@ -281,8 +281,7 @@ static int decimal_text(const unsigned char *b, size_t n, long scale, cdc__buf *
     int neg = (b[0] & 0x80) != 0;
     unsigned char *mag = malloc(n);
     uint32_t *limb = malloc((n / 3 + 2) * sizeof *limb); /* base 10^9, little-endian */
-    char *digits = malloc(n * 3 + 16);
-    if (!mag || !limb || !digits) abort();
+    if (!mag || !limb) abort();
     memcpy(mag, b, n);
     if (neg) { /* magnitude = two's complement negation */
         unsigned carry = 1;
@@ -312,6 +311,8 @@ static int decimal_text(const unsigned char *b, size_t n, long scale, cdc__buf *
         }
         i += g;
     }
+    char *digits = malloc(nl * 9 + 16);
+    if (!digits) abort();
     size_t nd = 0;
     if (nl == 0) {
         digits[nd++] = '0';
@@ -576,13 +577,15 @@ static int put_typed(const dctx *c, const char *col, const cJSON *v, const cJSON
     }
     if (name_is(name, "io.debezium.time.MicroTime", NULL)) {
         if (time_int(c, col, v, "MicroTime", &n)) return CDC_EDECODE;
-        if (n < 0 || n > 86400000000LL) return fail(c, col, "wrong type: MicroTime %lld out of range", (long long)n);
+        if (n < 0 || n > 86400000000LL)
+            return fail(c, col, "wrong type: MicroTime %lld out of range", (long long)n);
         put_time(out, n);
         return 0;
     }
     if (name_is(name, "io.debezium.time.Time", "org.apache.kafka.connect.data.Time")) {
         if (time_int(c, col, v, "Time (ms)", &n)) return CDC_EDECODE;
-        if (n < 0 || n > 86400000LL) return fail(c, col, "wrong type: Time %lld out of range", (long long)n);
+        if (n < 0 || n > 86400000LL)
+            return fail(c, col, "wrong type: Time %lld out of range", (long long)n);
         put_time(out, n * 1000);
         return 0;
     }
@@ -758,7 +761,8 @@ static int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj, const cJSON *r
         cdc__buf_put_varint(&ev->keycols, (uint64_t)n);
         cJSON_ArrayForEach(k, kobj)
         {
-            if (key_element(&ev->key, k, &why)) return fail(c, k->string, "%s: %s", why, snippet(k, sn, sizeof sn));
+            if (key_element(&ev->key, k, &why))
+                return fail(c, k->string, "%s: %s", why, snippet(k, sn, sizeof sn));
             cdc__buf_put_varint(&ev->keycols, strlen(k->string));
             cdc__buf_puts(&ev->keycols, k->string);
         }
@@ -885,7 +889,8 @@ static int row_fields(const dctx *c, const cJSON *schema, const char *which, con
 {
     *out = NULL;
     if (is_absent(schema)) return 0;
-    if (!cJSON_IsObject(schema)) return fail(c, NULL, "the envelope schema is %s, not an object", json_kind(schema));
+    if (!cJSON_IsObject(schema))
+        return fail(c, NULL, "the envelope schema is %s, not an object", json_kind(schema));
     const cJSON *fields = member(schema, "fields"), *f;
     if (!cJSON_IsArray(fields)) return fail(c, NULL, "the envelope schema has no fields array");
     cJSON_ArrayForEach(f, fields)
@@ -903,8 +908,10 @@ static int row_fields(const dctx *c, const cJSON *schema, const char *which, con
 static int table_name(const dctx *c, const cJSON *src, char **out)
 {
     const cJSON *s = member(src, "schema"), *t = member(src, "table");
-    if (!is_absent(s) && !cJSON_IsString(s)) return fail(c, NULL, "source.schema is %s, not a string", json_kind(s));
-    if (!is_absent(t) && !cJSON_IsString(t)) return fail(c, NULL, "source.table is %s, not a string", json_kind(t));
+    if (!is_absent(s) && !cJSON_IsString(s))
+        return fail(c, NULL, "source.schema is %s, not a string", json_kind(s));
+    if (!is_absent(t) && !cJSON_IsString(t))
+        return fail(c, NULL, "source.table is %s, not a string", json_kind(t));
     if (cJSON_IsString(s) && cJSON_IsString(t) && *s->valuestring && *t->valuestring) {
         size_t a = strlen(s->valuestring), b = strlen(t->valuestring);
         char *p = malloc(a + b + 2);
@@ -1063,7 +1070,8 @@ int cdc__decode_key_json(const char *json, const char *const *keycols, size_t nk
     } else if (cJSON_IsObject(j)) {
         if (!keycols) {
             rc = cdc__err(err, CDC_EINVAL,
-                          "key %.200s: the table's key columns are not known; give the key as an array", json);
+                          "key %.200s: the table's key columns are not known; give the key as an array",
+                          json);
             goto done;
         }
         if ((size_t)cJSON_GetArraySize(j) != nkey) {
