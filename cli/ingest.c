@@ -1,0 +1,217 @@
+/*
+ * ingest.c: `cdcstore ingest`, the long-running consumer.  Parses the
+ * options, opens the replica and runs the library's Kafka source
+ * (cdc_kafka_open/run/close) until SIGINT or SIGTERM, which finish the
+ * current batch.  Kafka properties, secrets included, come from a file so
+ * that none is visible on the command line (ps) or in the logs.
+ */
+#include <getopt.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cdcstore.h"
+#include "cli.h"
+
+enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_DEAD = 3, EXIT_STOPPED = 4 };
+
+static volatile int ingest_stop;
+
+/* The first signal asks for a clean stop after the current batch; a second
+ * one ends the process at once (the replica stays consistent either way). */
+static void on_signal(int sig)
+{
+    if (ingest_stop) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+    }
+    ingest_stop = 1;
+}
+
+typedef struct ingest_ctx {
+    FILE *latency;      /* --latency-report, or NULL */
+} ingest_ctx;
+
+static void on_batch(void *opaque, const cdc_kafka_batch_t *b)
+{
+    ingest_ctx *c = opaque;
+    if (!c->latency) return;
+    for (size_t i = 0; i < b->nlatency; i++) fprintf(c->latency, "%lld\n", (long long)b->latency_ms[i]);
+    fflush(c->latency);
+}
+
+static const char *ingest_usage =
+    "usage: cdcstore ingest --db DIR --brokers HOST:PORT --topic T [--topic T2 ...] [--group G]\n"
+    "                       [--batch-max-events N] [--batch-max-ms MS] [--kafka-config FILE]\n"
+    "                       [--from-beginning] [--on-error continue|stop] [--sync]\n"
+    "                       [--decimal SCHEMA.TABLE.COLUMN=SCALE]... [--latency-report FILE]\n"
+    "Consumes Debezium topics into the replica in DIR (created when absent) until\n"
+    "SIGINT or SIGTERM, which finish the current batch.  Each batch is applied\n"
+    "atomically with its Kafka positions; the positions stored in the replica, not\n"
+    "the group's committed offsets, say where every partition resumes.\n"
+    "  --brokers LIST          bootstrap servers (or bootstrap.servers in --kafka-config)\n"
+    "  --topic T               a topic to consume; repeat for more\n"
+    "  --group G               consumer group (default cdcstore-<basename of DIR>);\n"
+    "                          processes of one group split the partitions, each with\n"
+    "                          its own replica directory\n"
+    "  --batch-max-events N    records per batch (default 10000)\n"
+    "  --batch-max-ms MS       apply a batch at most MS after its first record (default 100)\n"
+    "  --kafka-config FILE     librdkafka properties, key=value lines, # comments\n"
+    "                          (SASL/SSL settings and secrets belong here)\n"
+    "  --from-beginning        read every partition from its first offset in this run\n"
+    "                          (a replay: already applied changes are skipped)\n"
+    "  --on-error MODE         continue (default): dead-letter bad records; stop: exit 4\n"
+    "                          at the first one\n"
+    "  --decimal T.C=S         the column's NUMERIC values are Debezium's base64 'precise'\n"
+    "                          encoding with scale S (remembered by the replica)\n"
+    "  --sync                  fsync every batch\n"
+    "  --latency-report FILE   write the end-to-end latency of every change, in ms\n"
+    "                          (apply time minus the event's source ts_ms), one a line\n"
+    "Exit status: 0 stopped by a signal, 1 error, 2 usage, 3 dead letters were written,\n"
+    "4 stopped at a bad record (--on-error stop).\n";
+
+int cmd_ingest(int argc, char **argv)
+{
+    const char *db = NULL, *latency_path = NULL;
+    cdc_kafka_options_t ko = {0};
+    const char **topics = calloc((size_t)argc + 1, sizeof *topics);
+    char **decimals = calloc((size_t)argc + 1, sizeof *decimals);
+    size_t ntopics = 0, ndec = 0;
+    char *group = NULL;
+    int status = EXIT_OK;
+    static struct option lo[] = {{"db", 1, 0, 'd'},
+                                 {"brokers", 1, 0, 'b'},
+                                 {"topic", 1, 0, 't'},
+                                 {"group", 1, 0, 'g'},
+                                 {"batch-max-events", 1, 0, 'n'},
+                                 {"batch-max-ms", 1, 0, 'm'},
+                                 {"kafka-config", 1, 0, 'k'},
+                                 {"from-beginning", 0, 0, 'B'},
+                                 {"on-error", 1, 0, 'e'},
+                                 {"decimal", 1, 0, 'D'},
+                                 {"sync", 0, 0, 's'},
+                                 {"latency-report", 1, 0, 'L'},
+                                 {"help", 0, 0, 'h'},
+                                 {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "d:b:t:g:n:m:k:Be:D:sL:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'd': db = optarg; break;
+        case 'b': ko.brokers = optarg; break;
+        case 't': topics[ntopics++] = optarg; break;
+        case 'g': ko.group = optarg; break;
+        case 'n': ko.batch_max_events = strtoul(optarg, NULL, 10); break;
+        case 'm': ko.batch_max_ms = atoi(optarg); break;
+        case 'k': ko.config_file = optarg; break;
+        case 'B': ko.from_beginning = 1; break;
+        case 'e':
+            if (!strcmp(optarg, "stop")) ko.apply.on_error = CDC_ON_ERROR_STOP;
+            else if (!strcmp(optarg, "continue")) ko.apply.on_error = CDC_ON_ERROR_CONTINUE;
+            else {
+                fprintf(stderr, "cdcstore ingest: --on-error takes continue or stop\n");
+                status = EXIT_USAGE;
+                goto out;
+            }
+            break;
+        case 'D': decimals[ndec++] = optarg; break;
+        case 's': ko.apply.sync = 1; break;
+        case 'L': latency_path = optarg; break;
+        case 'h': fputs(ingest_usage, stdout); goto out;
+        default: fputs(ingest_usage, stderr); status = EXIT_USAGE; goto out;
+        }
+    }
+    if (!db || !ntopics || optind != argc || ko.batch_max_ms < 0) {
+        fputs(ingest_usage, stderr);
+        status = EXIT_USAGE;
+        goto out;
+    }
+    if (!ko.group) {
+        char *copy = strdup(db);
+        size_t l = strlen(copy);
+        while (l > 1 && copy[l - 1] == '/') copy[--l] = 0;
+        if (asprintf(&group, "cdcstore-%s", basename(copy)) < 0) group = NULL;
+        free(copy);
+        ko.group = group;
+    }
+
+    ingest_ctx ctx = {0};
+    if (latency_path && !(ctx.latency = fopen(latency_path, "w"))) {
+        perror(latency_path);
+        status = EXIT_ERR;
+        goto out;
+    }
+
+    cdc_store_t *st = NULL;
+    if ((status = cli_open(db, 1, 0, &st))) goto out_latency;
+    cdc_error_t e = {0};
+    for (size_t i = 0; i < ndec; i++) {
+        char *spec = decimals[i], *eq = strrchr(spec, '='), *dot = eq ? memrchr(spec, '.', (size_t)(eq - spec)) : NULL;
+        if (!eq || !dot) {
+            fprintf(stderr, "cdcstore ingest: --decimal %s: expected SCHEMA.TABLE.COLUMN=SCALE\n", spec);
+            status = EXIT_USAGE;
+            goto out_store;
+        }
+        char table[512], col[256];
+        snprintf(table, sizeof table, "%.*s", (int)(dot - spec), spec);
+        snprintf(col, sizeof col, "%.*s", (int)(eq - dot - 1), dot + 1);
+        if (cdc_store_set_decimal_scale(st, table, col, atoi(eq + 1), &e)) {
+            status = cli_fail(&e, e.code);
+            goto out_store;
+        }
+    }
+
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    ko.topics = topics;
+    ko.ntopics = ntopics;
+    ko.log = cli_log;
+    ko.stop = &ingest_stop;
+    ko.on_batch = on_batch;
+    ko.on_batch_opaque = &ctx;
+    cdc_kafka_t *k = NULL;
+    int rc = cdc_kafka_open(st, &ko, &k, &e);
+    if (rc) {
+        status = cli_fail(&e, rc);
+        goto out_store;
+    }
+    rc = cdc_kafka_run(k, &e);
+    cdc_kafka_stats_t s;
+    cdc_kafka_stats(k, &s);
+    cdc_kafka_close(k);
+    if (rc == CDC_ESTOPPED) {
+        fprintf(stderr, "cdcstore: %s\n", e.msg);
+        status = EXIT_STOPPED;
+    } else if (rc) {
+        status = cli_fail(&e, rc);
+    }
+    fprintf(stderr,
+            "cdcstore ingest: %llu records in %llu batches: %llu applied, %llu stale, %llu duplicate, "
+            "%llu tombstones, %llu dead letters; end-to-end latency p50 %lld ms, p99 %lld ms, max %lld ms "
+            "over %llu changes\n",
+            (unsigned long long)s.total.read, (unsigned long long)s.batches, (unsigned long long)s.total.applied,
+            (unsigned long long)s.total.stale, (unsigned long long)s.total.duplicate,
+            (unsigned long long)s.total.tombstones, (unsigned long long)s.total.dead_letters,
+            (long long)s.latency_p50_ms, (long long)s.latency_p99_ms, (long long)s.latency_max_ms,
+            (unsigned long long)s.latency_samples);
+    if (status == EXIT_OK && s.total.dead_letters) {
+        fprintf(stderr, "cdcstore ingest: %llu dead letters written; see `cdcstore dlq list --db %s`\n",
+                (unsigned long long)s.total.dead_letters, db);
+        status = EXIT_DEAD;
+    }
+out_store:
+    cdc_store_close(st);
+out_latency:
+    if (ctx.latency) fclose(ctx.latency);
+out:
+    free(group);
+    free(topics);
+    free(decimals);
+    return status;
+}
