@@ -138,6 +138,7 @@ def main():
     p.add_argument("--workdir", default=tempfile.gettempdir())
     p.add_argument("--results")
     a = p.parse_args()
+    a.workdir = os.path.abspath(a.workdir)   # the server runs as postgres: no relative paths
     n_lines = count_lines(a.events)
     cluster = None
     tmp = tempfile.mkdtemp(prefix="cdcbench-pgwork-", dir=a.workdir)
@@ -152,7 +153,7 @@ def main():
         for batch in a.batch:
             secs, hwm, disk, verified = run_batch_size(cluster, n, batch, a.expected, tmp)
             result(a.results, peer="postgres", batch=batch, events=n, seconds=secs,
-                   peak_rss_bytes=hwm, disk_bytes=disk,
+                   peak_rss_bytes=hwm, disk_bytes=disk, load_seconds=load_s,
                    status="ok" if verified == "ok" else "failed", verified=verified,
                    note=f"PostgreSQL {version}, default settings; load into cdc_events "
                         f"{load_s:.1f} s not timed; memory = VmHWM of the backend "

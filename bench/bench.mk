@@ -1,0 +1,23 @@
+# Benchmarks (issue 5), included by the main Makefile.
+#   make bench                      the whole run: writes bench/RESULTS.md and bench/throughput.png
+#   BENCH_EVENTS=100000 BENCH_KEYS=10000 make bench     a quick run
+#   make bench-tools                only the two limit programs (decode_only, rocksdb_raw)
+# bench/run.sh builds cdcstore itself only through `make all` and reports it missing if that fails.
+
+BENCH_OUT ?= bench/out
+BENCH_CFLAGS ?= -O2 -g -Wall -Wextra -std=gnu11
+
+.PHONY: bench bench-tools
+
+bench:
+	bash bench/run.sh
+
+bench-tools: $(BENCH_OUT)/bin/decode_only $(BENCH_OUT)/bin/rocksdb_raw
+
+$(BENCH_OUT)/bin/decode_only: bench/decode_only.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $$(pkg-config --cflags --libs libcjson 2>/dev/null || echo -lcjson) -lpthread -lm
+
+$(BENCH_OUT)/bin/rocksdb_raw: bench/rocksdb_raw.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $$(pkg-config --cflags --libs rocksdb 2>/dev/null || echo -lrocksdb)

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Native programs under /usr/bin/time -v: cdcstore itself and the two limits.
+
+  peer_cmd.py cdcstore --bin build/cdcstore --events F --expected E --batch N --db DIR
+      `cdcstore apply --db DIR --batch-size N F`, timed as a whole (wall clock of the command,
+      peak RSS from time -v), then `cdcstore export --db DIR --table public.items --format csv`
+      compared byte for byte with E; disk = bytes allocated under DIR after the apply.
+  peer_cmd.py decode --bin decode_only --events F --threads T
+  peer_cmd.py rocksdb --bin rocksdb_raw --events F --db DIR
+
+A missing cdcstore binary is reported as status "missing", not as a failure.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import compare_csv, count_lines, dir_bytes, result  # noqa: E402
+
+TIME = "/usr/bin/time"
+
+
+def timed(cmd, stdout_path=None):
+    """Run cmd under GNU time -v; returns (rc, stdout text, stderr text, wall s, max RSS bytes)."""
+    fd, tfile = tempfile.mkstemp(prefix="cdcbench-time-")
+    os.close(fd)
+    full = [TIME, "-v", "-o", tfile, *cmd] if os.path.exists(TIME) else list(cmd)
+    out = open(stdout_path, "wb") if stdout_path else subprocess.PIPE
+    t0 = time.monotonic()
+    r = subprocess.run(full, stdout=out, stderr=subprocess.PIPE)
+    wall = time.monotonic() - t0
+    if stdout_path:
+        out.close()
+    rss = None
+    with open(tfile) as f:
+        for line in f:
+            if "Maximum resident set size" in line:
+                rss = int(line.rsplit(":", 1)[1]) * 1024
+    os.unlink(tfile)
+    so = "" if stdout_path else r.stdout.decode("utf-8", "replace")
+    return r.returncode, so, r.stderr.decode("utf-8", "replace"), wall, rss
+
+
+def cmd_cdcstore(a):
+    n = count_lines(a.events)
+    if not (os.path.isfile(a.bin) and os.access(a.bin, os.X_OK)):
+        result(a.results, peer="cdcstore", batch=a.batch, events=n, status="missing",
+               verified="not run", note=f"{a.bin} does not exist (the CLI is not built yet)")
+        return 0
+    shutil.rmtree(a.db, ignore_errors=True)
+    cmd = [a.bin, "apply", "--db", a.db, "--batch-size", str(a.batch), a.events]
+    rc, out, err, wall, rss = timed(cmd)
+    log = (out + err).strip()
+    if rc != 0:
+        result(a.results, peer="cdcstore", batch=a.batch, events=n, status="failed",
+               verified="not run", peak_rss_bytes=rss,
+               note=f"apply exited {rc}: {log[-400:]}")
+        return 1
+    disk = dir_bytes(a.db)
+    got = a.db.rstrip("/") + ".csv"
+    erc, _, eerr, ewall, erss = timed([a.bin, "export", "--db", a.db, "--table", "public.items",
+                                       "--format", "csv"], stdout_path=got)
+    if erc != 0:
+        verified = f"export exited {erc}: {eerr.strip()[-300:]}"
+    else:
+        verified = compare_csv(a.expected, got)
+    result(a.results, peer="cdcstore", batch=a.batch, events=n, seconds=wall,
+           peak_rss_bytes=rss, disk_bytes=disk,
+           status="ok" if verified == "ok" else "failed", verified=verified,
+           export_seconds=ewall, export_peak_rss_bytes=erss,
+           note=("apply output: " + log.replace("\n", " | ")[-300:]) if log else "")
+    if os.path.exists(got):
+        os.unlink(got)
+    shutil.rmtree(a.db, ignore_errors=True)
+    return 0 if verified == "ok" else 1
+
+
+def cmd_decode(a):
+    rc, out, err, wall, rss = timed([a.bin, a.events, str(a.threads)])
+    if rc != 0:
+        result(a.results, peer=f"decode-only-{a.threads}t", batch=0, status="failed",
+               verified="n/a", note=f"exit {rc}: {(out + err)[-300:]}")
+        return 1
+    r = json.loads(out)
+    result(a.results, peer=f"decode-only-{a.threads}t", batch=0, events=r["events"],
+           seconds=r["seconds"], peak_rss_bytes=rss, disk_bytes=0, status="ok",
+           verified="n/a (limit: nothing stored)",
+           note=f"cJSON parse of record and envelope, {a.threads} thread(s); file read "
+                f"into memory first (not timed)")
+    return 0
+
+
+def cmd_rocksdb(a):
+    shutil.rmtree(a.db, ignore_errors=True)
+    rc, out, err, wall, rss = timed([a.bin, a.events, a.db, str(a.write_batch)])
+    if rc != 0:
+        result(a.results, peer="rocksdb-raw", batch=0, status="failed", verified="n/a",
+               note=f"exit {rc}: {(out + err)[-300:]}")
+        return 1
+    r = json.loads(out)
+    result(a.results, peer="rocksdb-raw", batch=0, events=r["events"], seconds=r["seconds"],
+           peak_rss_bytes=rss, disk_bytes=dir_bytes(a.db), status="ok",
+           verified="n/a (limit: blind writes)",
+           note=f"blind Put/Delete of the same keys, WriteBatch of {a.write_batch}, default "
+                f"options; keys located before the clock starts")
+    shutil.rmtree(a.db, ignore_errors=True)
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="what", required=True)
+    c = sub.add_parser("cdcstore")
+    c.add_argument("--batch", type=int, required=True)
+    c.add_argument("--expected", required=True)
+    c.add_argument("--db", required=True)
+    d = sub.add_parser("decode")
+    d.add_argument("--threads", type=int, default=1)
+    r = sub.add_parser("rocksdb")
+    r.add_argument("--db", required=True)
+    r.add_argument("--write-batch", type=int, default=1000)
+    for s in (c, d, r):
+        s.add_argument("--bin", required=True)
+        s.add_argument("--events", required=True)
+        s.add_argument("--results")
+    a = p.parse_args()
+    return {"cdcstore": cmd_cdcstore, "decode": cmd_decode, "rocksdb": cmd_rocksdb}[a.what](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

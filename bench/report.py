@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""Turn the benchmark's result records into bench/RESULTS.md and the gnuplot chart.
+
+Input: the results file (one JSON object per line, written by the peers through common.result),
+the generator's meta JSON, and the commands file that run.sh kept. Output: RESULTS.md with the
+machine, the workload, one table per batch size (events/s, ratio to cdcstore, peak memory, disk
+bytes, verification), the goals of issue 5 checked on this run, and the commands; plus a gnuplot
+data file and script, run to draw throughput.png.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+
+PEERS = [  # (key, label, kind)
+    ("cdcstore", "cdcstore apply", "system"),
+    ("postgres", "PostgreSQL 15 `apply_batch` MERGE", "peer"),
+    ("sqlite-json1", "SQLite upsert, JSON decoded in SQL (json1)", "peer"),
+    ("sqlite-python", "SQLite upsert, JSON decoded in Python", "peer"),
+    ("spark-delta", "Spark + Delta `foreachBatch` MERGE", "peer"),
+    ("decode-only-1t", "limit: cJSON decoding only, 1 thread", "limit"),
+    ("decode-only-2t", "limit: cJSON decoding only, 2 threads", "limit"),
+    ("rocksdb-raw", "limit: RocksDB blind writes, WriteBatch 1,000", "limit"),
+]
+LABEL = {k: l for k, l, _ in PEERS}
+GOAL_BATCH = 10_000
+
+
+def machine():
+    model = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = "?"
+    try:
+        with open("/proc/meminfo") as f:
+            kb = int(f.readline().split()[1])
+            mem = f"{kb / 1024 / 1024:.1f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    return {"cpu": model, "nproc": os.cpu_count() if not shutil.which("nproc") else
+            subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip(),
+            "mem": mem, "kernel": platform.release(), "os": distro()}
+
+
+def distro():
+    try:
+        with open("/etc/os-release") as f:
+            for line in f:
+                if line.startswith("PRETTY_NAME="):
+                    return line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return platform.system()
+
+
+def fmt_int(x):
+    return "–" if x is None else f"{x:,.0f}"
+
+
+def fmt_mib(b):
+    return "–" if not b else f"{b / 1048576:,.0f} MiB"
+
+
+def fmt_bytes(b):
+    if b is None:
+        return "–"
+    if b == 0:
+        return "0"
+    return f"{b:,} ({b / 1048576:,.1f} MiB)"
+
+
+def load(path):
+    rows = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    rows.append(json.loads(line))
+    return rows
+
+
+def pick(rows, peer, batch):
+    """The record of peer at batch (limits have batch 0 and count for every batch)."""
+    for r in rows:
+        if r.get("peer") == peer and r.get("batch") in (batch, 0):
+            return r
+    return None
+
+
+def eps(r):
+    return r.get("events_per_s") if r and r.get("status") in ("ok", "partial") else None
+
+
+def table(rows, batch):
+    cdc = eps(pick(rows, "cdcstore", batch))
+    out = ["| system | events/s | ratio to cdcstore | peak memory | bytes on disk | verified |",
+           "|---|---:|---:|---:|---:|---|"]
+    notes = []
+    for key, label, _kind in PEERS:
+        r = pick(rows, key, batch)
+        if r is None:
+            continue
+        e = eps(r)
+        status = r.get("status")
+        if status == "missing":
+            out.append(f"| {label} | missing | – | – | – | {r.get('note', '')} |")
+            continue
+        if status == "failed":
+            v = r.get("verified", "")
+            out.append(f"| {label} | failed | – | {fmt_mib(r.get('peak_rss_bytes'))} | – | "
+                       f"{v}: {r.get('note', '')[:200]} |")
+            continue
+        ratio = f"{e / cdc:.2f}×" if (e and cdc) else "–"
+        shown = fmt_int(e) + (" (partial)" if status == "partial" else "")
+        out.append(f"| {label} | {shown} | {ratio} | {fmt_mib(r.get('peak_rss_bytes'))} | "
+                   f"{fmt_bytes(r.get('disk_bytes')) if r.get('disk_bytes') else '–'} | "
+                   f"{r.get('verified', '')} |")
+        if r.get("note") and key not in ("decode-only-1t", "decode-only-2t", "rocksdb-raw"):
+            notes.append(f"- {label}: {r['note']}")
+    return "\n".join(out), notes
+
+
+def goals(rows, batches):
+    cdc = pick(rows, "cdcstore", GOAL_BATCH)
+    lines = []
+    if not cdc or cdc.get("status") != "ok":
+        why = cdc.get("status", "not run") if cdc else "not run"
+        return [f"- Not checked: cdcstore is {why} at batches of {GOAL_BATCH:,}"
+                + (f" ({cdc.get('note')})" if cdc and cdc.get("note") else "") + "."]
+    c = cdc["events_per_s"]
+
+    def check(name, peer_keys, want):
+        best = None
+        for k in peer_keys:
+            e = eps(pick(rows, k, GOAL_BATCH))
+            if e and (best is None or e > best[1]):
+                best = (k, e)
+        if best is None:
+            lines.append(f"- {name}: not checked ({', '.join(peer_keys)} did not run)")
+            return
+        ratio = c / best[1]
+        ok = ratio >= want
+        lines.append(f"- {name}: cdcstore {c:,.0f} events/s ÷ {LABEL[best[0]]} {best[1]:,.0f} = "
+                     f"**{ratio:.2f}×** (goal ≥ {want}×): **{'met' if ok else 'NOT met'}**")
+
+    check("≥ 5× the PostgreSQL procedure", ["postgres"], 5)
+    check("≥ 5× SQLite (the faster variant)", ["sqlite-json1", "sqlite-python"], 5)
+    lim = eps(pick(rows, "decode-only-2t", GOAL_BATCH))
+    if lim:
+        share = c / lim
+        lines.append(f"- ≥ 70% of the JSON-decoding-only limit on 2 cores: {c:,.0f} ÷ {lim:,.0f} = "
+                     f"**{share:.0%}**: **{'met' if share >= 0.7 else 'NOT met'}**")
+    peak = [pick(rows, "cdcstore", b) for b in batches]
+    peak = [r.get("peak_rss_bytes") for r in peak if r and r.get("peak_rss_bytes")]
+    if peak:
+        m = max(peak)
+        lines.append(f"- Peak memory under 512 MiB: largest peak RSS {m / 1048576:,.0f} MiB over "
+                     f"the batch sizes: **{'met' if m < 512 * 1048576 else 'NOT met'}**")
+    return lines
+
+
+def chart(rows, batches, outdir, png):
+    gp = shutil.which("gnuplot")
+    dat = os.path.join(outdir, "throughput.dat")
+    keys = [k for k, _, _ in PEERS if any(r.get("peer") == k for r in rows)]
+    with open(dat, "w") as f:
+        f.write("batch " + " ".join(f'"{k}"' for k in keys) + "\n")
+        for b in batches:
+            vals = []
+            for k in keys:
+                e = eps(pick(rows, k, b))
+                vals.append(f"{e:.1f}" if e else "?")
+            f.write(f"{b} " + " ".join(vals) + "\n")
+    script = os.path.join(outdir, "throughput.gp")
+    plots = []
+    for i, k in enumerate(keys, start=2):
+        kind = dict((kk, kd) for kk, _, kd in PEERS)[k]
+        style = "lines dashtype 2 lw 2" if kind == "limit" else "linespoints pt 7 ps 1.2 lw 2"
+        title = LABEL[k].replace("`", "").replace("_", "\\\\_")
+        plots.append(f"'{dat}' using 1:{i} with {style} title \"{title}\"")
+    with open(script, "w") as f:
+        f.write(f"""set terminal pngcairo size 1100,700 noenhanced font ",11"
+set output '{png}'
+set datafile missing '?'
+set key outside right top vertical
+set logscale xy
+set xtics ({', '.join(f'"{b:,}" {b}' for b in batches)})
+set xrange [{min(batches) * 0.7}:{max(batches) * 1.4}]
+set grid
+set xlabel 'events per batch'
+set ylabel 'events/s (log scale)'
+set format y '%.0s%c'
+set title 'Applying the same Debezium stream: throughput per batch size'
+plot {', '.join(plots)}
+""")
+    if not gp:
+        return "gnuplot not found: chart not drawn"
+    r = subprocess.run([gp, script], capture_output=True, text=True)
+    if r.returncode != 0:
+        # pngcairo missing in some builds: fall back to the plain png terminal.
+        with open(script) as f:
+            s = f.read().replace("pngcairo size 1100,700 noenhanced font \",11\"",
+                                 "png size 1100,700 noenhanced")
+        with open(script, "w") as f:
+            f.write(s)
+        r = subprocess.run([gp, script], capture_output=True, text=True)
+    return None if r.returncode == 0 else f"gnuplot failed: {r.stderr.strip()[:300]}"
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--results", required=True)
+    p.add_argument("--meta", required=True)
+    p.add_argument("--commands", required=True)
+    p.add_argument("--batches", required=True, help="comma-separated batch sizes")
+    p.add_argument("--out", required=True, help="RESULTS.md")
+    p.add_argument("--png", required=True)
+    p.add_argument("--workdir", required=True)
+    p.add_argument("--started")
+    p.add_argument("--profile", help="optional profile text of cdcstore to include")
+    a = p.parse_args()
+    rows = load(a.results)
+    batches = [int(b) for b in a.batches.split(",")]
+    with open(a.meta) as f:
+        meta = json.load(f)
+    with open(a.commands) as f:
+        commands = f.read().rstrip()
+    m = machine()
+    chart_err = chart(rows, batches, a.workdir, os.path.abspath(a.png))
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    c = meta["counts"]
+    md = [
+        "# Benchmark results",
+        "",
+        f"Generated by `make bench` (`bash bench/run.sh`) on {now}"
+        + (f", run started {a.started}" if a.started else "") + ". Do not edit: regenerated "
+        "on every run. Figures are noisy on a shared 2-core machine; only ratios measured side by "
+        "side in one run count.",
+        "",
+        "## Machine",
+        "",
+        f"- CPU: {m['cpu']}, `nproc` = {m['nproc']}; memory {m['mem']}",
+        f"- OS: {m['os']}, kernel {m['kernel']}",
+        "",
+        "## Workload",
+        "",
+        f"- {meta['events']:,} Kafka records (kcat -J lines) over {meta['keys']:,} keys, note padded "
+        f"to {meta['row_width']} bytes, seed {meta['seed']}; final table {meta['final_rows']:,} rows.",
+        f"- Snapshot {c.get('r', 0):,} (op r); streamed updates {c.get('u', 0):,}, creates "
+        f"{c.get('c', 0):,}, deletes {c.get('d', 0):,}, primary-key changes "
+        f"{c.get('pk_change', 0):,}, tombstones {c.get('tombstone', 0):,}; re-delivered: "
+        f"{c.get('duplicate', 0):,} restart duplicates ({meta['dup_rate']:.0%}), {c.get('late', 0):,} "
+        f"late older events ({meta['late_rate']:.0%}; {c.get('late_after_delete', 0):,} of them "
+        f"after the key's delete).",
+        "- Every system starts from an empty target and applies the whole file in batches of N "
+        "lines; its final state is exported as PostgreSQL `COPY ... CSV HEADER` and compared byte "
+        "for byte with the generator's expected CSV before its figure counts.",
+        "",
+    ]
+    for b in batches:
+        t, notes = table(rows, b)
+        md += [f"## Batches of {b:,} events", "", t, ""]
+        if notes:
+            md += notes + [""]
+    md += [f"## Goals of issue 5 (batches of {GOAL_BATCH:,}, this run)", ""] + goals(rows, batches)
+    md += [""]
+    if a.profile and os.path.exists(a.profile):
+        with open(a.profile) as f:
+            md += ["## Where cdcstore spends its time (perf, batches of 10,000)", "", "```",
+                   f.read().rstrip()[:6000], "```", ""]
+    exp = [r for r in rows if r.get("peer") == "cdcstore" and r.get("export_seconds")]
+    if exp:
+        md += ["## Export", ""]
+        for r in exp:
+            md.append(f"- `cdcstore export` after batches of {r['batch']:,}: "
+                      f"{r['export_seconds']:.2f} s, peak {fmt_mib(r.get('export_peak_rss_bytes'))}")
+        md += [""]
+    md += [
+        "## Chart",
+        "",
+        "![throughput per batch size](throughput.png)" if not chart_err else f"Not drawn: {chart_err}",
+        "",
+        "## What is timed",
+        "",
+        "- cdcstore: the whole `cdcstore apply` command (wall clock), peak RSS from `/usr/bin/time -v`, "
+        "bytes allocated under `--db` afterwards.",
+        "- PostgreSQL: the events are first loaded into `cdc_events` (not timed); then one psql "
+        "session runs `CALL apply_batch(from, to)` for each batch, timed from the first CALL to "
+        "the end of the last. Memory: VmHWM of that backend. Disk: "
+        "`pg_total_relation_size('items_replica')`.",
+        "- SQLite: from the first line read to the last commit, in one Python process (peak RSS "
+        "of that process); disk: the database file after a WAL checkpoint.",
+        "- Spark + Delta: from the start of the streaming query to its end (JVM start, table "
+        "creation and the split of the file into batch files not timed); stopped at a time budget "
+        "(`BENCH_SPARK_BUDGET`), then marked partial and not verified. Memory: JVM VmHWM plus the "
+        "Python driver; disk: the Delta table directory with all its versions.",
+        "- Limits: the events are read into memory first; decode-only parses each line and its "
+        "payload with cJSON and extracts op, key and source.lsn; rocksdb-raw writes the same keys "
+        "blind (Put of the payload bytes, Delete for a tombstone).",
+        "",
+        "## Commands of this run",
+        "",
+        "```",
+        commands,
+        "```",
+        "",
+        "## Not measured yet",
+        "",
+        "- Reconcile figures from the query shim, and end-to-end latency p50/p99 through Kafka: "
+        "the bench does not drive them yet.",
+        "",
+    ]
+    missing = [r for r in rows if r.get("status") == "missing"]
+    seen = set()
+    for r in missing:
+        if r["peer"] not in seen:
+            seen.add(r["peer"])
+            md.insert(len(md) - 1, f"- {LABEL.get(r['peer'], r['peer'])}: missing: {r.get('note', '')}")
+    with open(a.out, "w") as f:
+        f.write("\n".join(md))
+    print(f"wrote {a.out}" + (f" ({chart_err})" if chart_err else f" and {a.png}"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# bench/run.sh: the benchmark of issue 5 (`make bench` runs it).
+#
+# Generates one seeded Debezium stream (bench/gen.py), then applies it with every system, one at a
+# time (never two benchmarks at once: the machine has 2 cores): cdcstore itself, the design
+# document's apply_batch procedure on a PostgreSQL 15 started here, SQLite, Spark + Delta, and the
+# two limits (cJSON decoding only, RocksDB blind writes). Each system's final state is compared with
+# the expected CSV before its figure counts. Writes bench/RESULTS.md and bench/throughput.png.
+#
+# Environment (all optional):
+#   BENCH_EVENTS (1000000)  BENCH_KEYS (100000)  BENCH_ROW_WIDTH (100)  BENCH_SEED (42)
+#   BENCH_BATCHES ("1000 10000 100000")
+#   BENCH_SPARK (1; 0 skips Spark + Delta, reported as missing)
+#   BENCH_SPARK_BUDGET (300: seconds of applying per batch size before Spark is stopped)
+#   BENCH_PG_PORT (55499)   BENCH_BUILD (1: run `make all` when build/cdcstore is missing)
+#   BENCH_PROFILE (1: perf profile of cdcstore at batches of 10,000 when perf exists)
+#   BENCH_OUT (bench/out)   BENCH_RESULTS (bench/RESULTS.md)   BENCH_PNG (bench/throughput.png)
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT" || exit 1
+
+EVENTS=${BENCH_EVENTS:-1000000}
+KEYS=${BENCH_KEYS:-100000}
+ROW_WIDTH=${BENCH_ROW_WIDTH:-100}
+SEED=${BENCH_SEED:-42}
+BATCHES=${BENCH_BATCHES:-"1000 10000 100000"}
+SPARK=${BENCH_SPARK:-1}
+SPARK_BUDGET=${BENCH_SPARK_BUDGET:-300}
+PG_PORT=${BENCH_PG_PORT:-55499}
+BUILD=${BENCH_BUILD:-1}
+PROFILE=${BENCH_PROFILE:-1}
+OUT=${BENCH_OUT:-bench/out}
+RESULTS_MD=${BENCH_RESULTS:-bench/RESULTS.md}
+PNG=${BENCH_PNG:-bench/throughput.png}
+CDC=build/cdcstore
+VENV=.cache/bench-venv
+DELTA_SPEC="delta-spark==4.4.0"   # pulls pyspark 4.2; its jars (delta-spark_4.2_2.13) are on Maven Central
+
+mkdir -p "$OUT/logs" "$OUT/scratch"
+RES="$OUT/results.jsonl"
+CMDS="$OUT/commands.txt"
+[ -f "$RES" ] && mv "$RES" "$RES.prev"
+: > "$RES"
+: > "$CMDS"
+STARTED=$(date -u '+%Y-%m-%d %H:%M UTC')
+
+say() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# A failed record for a step that died before writing its own.
+record_failure() { # peer batch reason
+    python3 - "$RES" "$1" "$2" "$3" <<'EOF'
+import json, sys
+path, peer, batch, why = sys.argv[1:]
+with open(path, "a") as f:
+    f.write(json.dumps({"peer": peer, "batch": int(batch), "status": "failed",
+                        "verified": "not run", "note": why[-400:]}) + "\n")
+EOF
+}
+
+# run_step PEER BATCH LOG CMD...: record the command, run it, make sure a result exists.
+run_step() {
+    local peer=$1 batch=$2 log=$3; shift 3
+    printf '%s\n' "$*" >> "$CMDS"
+    local before after rc
+    before=$(wc -l < "$RES")
+    say "$peer batch=$batch: $*"
+    "$@" >> "$log" 2>&1
+    rc=$?
+    after=$(wc -l < "$RES")
+    if [ "$after" -eq "$before" ]; then
+        record_failure "$peer" "$batch" "exit $rc without a result; see $log: $(tail -c 300 "$log" | tr '\n' ' ')"
+    fi
+    tail -n $((after - before)) "$RES" >&2
+}
+
+# ---- prerequisites ----
+need_pkgs=""
+command -v psql >/dev/null || need_pkgs="$need_pkgs postgresql-client-15"
+[ -x /usr/lib/postgresql/15/bin/initdb ] || command -v initdb >/dev/null || need_pkgs="$need_pkgs postgresql-15"
+command -v gnuplot >/dev/null || need_pkgs="$need_pkgs gnuplot-nox"
+[ -x /usr/bin/time ] || need_pkgs="$need_pkgs time"
+[ -f /usr/include/cjson/cJSON.h ] || need_pkgs="$need_pkgs libcjson-dev"
+[ -f /usr/include/rocksdb/c.h ] || need_pkgs="$need_pkgs librocksdb-dev"
+if [ -n "$need_pkgs" ]; then
+    if [ "$(id -u)" = 0 ]; then
+        say "installing:$need_pkgs"
+        (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $need_pkgs) \
+            > "$OUT/logs/apt.log" 2>&1 || say "apt-get failed, see $OUT/logs/apt.log"
+    else
+        say "missing packages:$need_pkgs (run as root or install them)"
+    fi
+fi
+
+# ---- data ----
+DATA="$OUT/data/e$EVENTS-k$KEYS-w$ROW_WIDTH-s$SEED"
+EV="$DATA/events.jsonl"
+EXP="$DATA/expected.csv"
+META="$DATA/meta.json"
+mkdir -p "$DATA"
+GEN_CMD=(python3 bench/gen.py --events "$EVENTS" --keys "$KEYS" --row-width "$ROW_WIDTH"
+         --seed "$SEED" --out "$EV" --expected "$EXP" --meta "$META")
+printf '%s\n' "${GEN_CMD[*]}" >> "$CMDS"
+if [ ! -s "$META" ] || [ bench/gen.py -nt "$META" ]; then
+    say "generating $EVENTS events over $KEYS keys"
+    rm -f "$META"
+    "${GEN_CMD[@]}" 2> "$OUT/logs/gen.log" || { say "generator failed"; cat "$OUT/logs/gen.log" >&2; exit 1; }
+else
+    say "reusing $EV"
+fi
+
+# ---- builds ----
+make -s -f bench/bench.mk bench-tools BENCH_OUT="$OUT" > "$OUT/logs/tools.log" 2>&1 \
+    || say "building the limit programs failed, see $OUT/logs/tools.log"
+if [ "$BUILD" = 1 ] && [ -f Makefile ]; then
+    say "make all (for $CDC)"
+    make -s all > "$OUT/logs/make-all.log" 2>&1 || say "make all failed, see $OUT/logs/make-all.log"
+fi
+
+SCR="$OUT/scratch"
+# ---- cdcstore ----
+for b in $BATCHES; do
+    run_step cdcstore "$b" "$OUT/logs/cdcstore.log" \
+        python3 bench/peer_cmd.py cdcstore --bin "$CDC" --events "$EV" --expected "$EXP" \
+        --batch "$b" --db "$SCR/cdcstore-db" --results "$RES"
+done
+PROFILE_TXT=""
+if [ "$PROFILE" = 1 ] && [ -x "$CDC" ] && command -v perf >/dev/null \
+   && grep -q '"peer": "cdcstore".*"status": "ok"' "$RES"; then
+    say "perf profile of cdcstore (batches of 10,000)"
+    rm -rf "$SCR/cdcstore-prof"
+    printf '%s\n' "perf record -g -o $OUT/perf.data $CDC apply --db $SCR/cdcstore-prof --batch-size 10000 $EV" >> "$CMDS"
+    if perf record -g -o "$OUT/perf.data" "$CDC" apply --db "$SCR/cdcstore-prof" --batch-size 10000 "$EV" \
+            > "$OUT/logs/perf.log" 2>&1; then
+        perf report -i "$OUT/perf.data" --stdio --no-children -g none --percent-limit 1 2>/dev/null \
+            | grep -v -e '^$' -e '^# *$' -e '^# [.T(]' -e '^# Overhead' -e '^# Event' | sed 's/ *$//' | head -60 > "$OUT/profile.txt"
+        PROFILE_TXT="$OUT/profile.txt"
+    fi
+    rm -rf "$SCR/cdcstore-prof"
+fi
+
+# ---- limits ----
+for t in 1 2; do
+    run_step "decode-only-${t}t" 0 "$OUT/logs/limits.log" \
+        python3 bench/peer_cmd.py decode --bin "$OUT/bin/decode_only" --events "$EV" --threads "$t" --results "$RES"
+done
+run_step rocksdb-raw 0 "$OUT/logs/limits.log" \
+    python3 bench/peer_cmd.py rocksdb --bin "$OUT/bin/rocksdb_raw" --events "$EV" --db "$SCR/rocksdb-raw" --results "$RES"
+
+# ---- SQLite ----
+for mode in json1 python; do
+    for b in $BATCHES; do
+        run_step "sqlite-$mode" "$b" "$OUT/logs/sqlite.log" \
+            python3 bench/peer_sqlite.py --events "$EV" --expected "$EXP" --batch "$b" \
+            --decode "$mode" --db "$SCR/sqlite.db" --results "$RES"
+    done
+done
+rm -f "$SCR"/sqlite.db*
+
+# ---- PostgreSQL ----
+PG_ARGS=()
+for b in $BATCHES; do PG_ARGS+=(--batch "$b"); done
+run_step postgres "$(echo "$BATCHES" | awk '{print $1}')" "$OUT/logs/postgres.log" \
+    python3 bench/peer_pg.py --events "$EV" --expected "$EXP" "${PG_ARGS[@]}" --port "$PG_PORT" \
+    --workdir "$SCR" --results "$RES"
+
+# ---- Spark + Delta ----
+spark_missing() {
+    for b in $BATCHES; do
+        python3 - "$RES" "$b" "$1" <<'EOF'
+import json, sys
+path, batch, why = sys.argv[1:]
+with open(path, "a") as f:
+    f.write(json.dumps({"peer": "spark-delta", "batch": int(batch), "status": "missing",
+                        "verified": "not run", "note": why}) + "\n")
+EOF
+    done
+}
+if [ "$SPARK" != 1 ]; then
+    spark_missing "skipped (BENCH_SPARK=$SPARK)"
+elif ! command -v java >/dev/null; then
+    spark_missing "no java on PATH"
+else
+    if ! "$VENV/bin/python" -c 'import delta, pyspark' 2>/dev/null; then
+        say "installing $DELTA_SPEC into $VENV"
+        printf '%s\n' "python3 -m venv $VENV && $VENV/bin/pip install '$DELTA_SPEC'" >> "$CMDS"
+        (python3 -m venv "$VENV" && "$VENV/bin/pip" install -q "$DELTA_SPEC") > "$OUT/logs/venv.log" 2>&1
+    fi
+    if "$VENV/bin/python" -c 'import delta, pyspark' 2>/dev/null; then
+        for b in $BATCHES; do
+            run_step spark-delta "$b" "$OUT/logs/spark.log" \
+                timeout $((SPARK_BUDGET * 2 + 600)) "$VENV/bin/python" bench/peer_spark.py \
+                --events "$EV" --expected "$EXP" --batch "$b" --workdir "$SCR/spark" \
+                --budget "$SPARK_BUDGET" --results "$RES"
+        done
+        rm -rf "$SCR/spark"
+    else
+        spark_missing "pip install $DELTA_SPEC failed: $(tail -c 200 "$OUT/logs/venv.log" | tr '\n' ' ')"
+    fi
+fi
+
+# ---- report ----
+printf '%s\n' "python3 bench/report.py ..." >> "$CMDS"
+python3 bench/report.py --results "$RES" --meta "$META" --commands "$CMDS" \
+    --batches "$(echo $BATCHES | tr ' ' ',')" --out "$RESULTS_MD" --png "$PNG" \
+    --workdir "$OUT" --started "$STARTED" ${PROFILE_TXT:+--profile "$PROFILE_TXT"}
+say "done: $RESULTS_MD"
