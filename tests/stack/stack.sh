@@ -9,6 +9,7 @@
 #   deps      fetch the Java artifacts once into $STACK_JAVA_CACHE
 #   up        start every component (fetching deps first) and wait until ready
 #   down      stop every component; nothing is left running
+#   wipe      down, then delete $STACK_DIR (data, topics, logs, secrets)
 #   status    say what runs (exit 0 when all three components are up, 3 if not)
 #   env       print shell exports: PG*, KAFKA_BROKERS, CONNECT_URL, ...
 #   psql      run psql in database shop as the application role (args passed on)
@@ -95,7 +96,13 @@ need() {
     command -v "$tool" >/dev/null 2>&1 || die "$tool not found: $hint"
 }
 
-pid_alive() { [[ -n ${1:-} ]] && kill -0 "$1" 2>/dev/null; }
+# A zombie (exited, not yet reaped by whoever inherited it) counts as dead.
+pid_alive() {
+    [[ -n ${1:-} ]] && kill -0 "$1" 2>/dev/null || return 1
+    local stat
+    stat=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+    [[ ${stat%% *} != Z ]]
+}
 
 stack_running_any() { pid_alive "$(pg_pid)" || pid_alive "$(pid_of kafka)" || pid_alive "$(pid_of connect)"; }
 
@@ -168,6 +175,34 @@ random_secret() { head -c 24 /dev/urandom | base64 | tr -d '/+=\n'; }
 
 java_classpath() { echo "$STACK_JAVA_CACHE/libs/*"; }
 
+# ---- Tools ------------------------------------------------------------------
+
+# Installs the Debian packages the stack needs when one is missing and we are
+# root (as on CI); otherwise names them and fails.
+ensure_tools() {
+    local missing=()
+    command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+    command -v mvn >/dev/null 2>&1 || missing+=(maven)
+    command -v curl >/dev/null 2>&1 || missing+=(curl)
+    command -v jq >/dev/null 2>&1 || missing+=(jq)
+    command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+    command -v psql >/dev/null 2>&1 || missing+=(postgresql-client-15)
+    [[ -x $PG_BIN/postgres ]] || missing+=(postgresql-15)
+    if ((${#missing[@]} > 0)); then
+        if is_root && command -v apt-get >/dev/null 2>&1; then
+            log "installing Debian packages: ${missing[*]}"
+            apt-get update -q >/dev/null &&
+                DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null ||
+                die "apt-get install ${missing[*]} failed"
+        else
+            die "missing Debian packages: ${missing[*]} (apt-get install -y ${missing[*]})"
+        fi
+    fi
+    local v
+    v=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1)
+    [[ -n $v && $v -ge 17 ]] || die "Kafka 4.3 needs Java 17 or newer; 'java' is version ${v:-unknown}"
+}
+
 # ---- deps ------------------------------------------------------------------
 
 deps_stamp() { cat "$SCRIPT_DIR/pom-kafka.xml" "$SCRIPT_DIR/pom-debezium.xml" | sha256sum | cut -c1-16; }
@@ -182,8 +217,7 @@ cmd_deps() {
         log "deps: Java artifacts present in $STACK_JAVA_CACHE"
         return 0
     fi
-    need mvn "install Maven (apt-get install -y maven)"
-    need java "install a JDK 17 (apt-get install -y openjdk-17-jdk-headless)"
+    ensure_tools
     mkdir -p "$(dirname "$STACK_JAVA_CACHE")"
     # One fetch at a time per cache; a second caller waits, then finds it done.
     exec 9>"$STACK_JAVA_CACHE.lock"
@@ -439,6 +473,15 @@ kafka_format() {
         kafka.tools.StorageTool format --standalone -t "$id" -c "$CONF/server.properties" \
         >>"$LOGS/kafka-storage.log" 2>&1 ||
         die "kafka: StorageTool format failed; see $LOGS/kafka-storage.log"
+    # The controller's address is written into the metadata log at format time.
+    echo "$STACK_KAFKA_CONTROLLER_PORT" >"$STACK_DIR/kafka-controller-port"
+}
+
+kafka_check_controller_port() {
+    local f=$STACK_DIR/kafka-controller-port
+    [[ -f $f && $(cat "$f") != "$STACK_KAFKA_CONTROLLER_PORT" ]] &&
+        die "kafka: $KAFKA_DATA was formatted for controller port $(cat "$f"), not $STACK_KAFKA_CONTROLLER_PORT; run stack.sh wipe first"
+    return 0
 }
 
 kafka_ready() {
@@ -462,6 +505,7 @@ kafka_up() {
     port_open "$STACK_KAFKA_PORT" && die "kafka: port $STACK_KAFKA_PORT is taken by another process (set STACK_KAFKA_PORT)"
     port_open "$STACK_KAFKA_CONTROLLER_PORT" &&
         die "kafka: port $STACK_KAFKA_CONTROLLER_PORT is taken by another process (set STACK_KAFKA_CONTROLLER_PORT)"
+    kafka_check_controller_port
     kafka_configure
     kafka_format
     log "kafka: starting on $STACK_HOST:$STACK_KAFKA_PORT (controller $STACK_KAFKA_CONTROLLER_PORT)"
@@ -541,7 +585,7 @@ connect_up() {
 # ---- Commands ------------------------------------------------------------------
 
 cmd_up() {
-    need java "install a JDK 17 (apt-get install -y openjdk-17-jdk-headless)"
+    ensure_tools
     cmd_deps
     mkdir -p "$LOGS" "$RUN" "$CONF"
     # Record the ports unless a running stack already did.
@@ -573,6 +617,17 @@ cmd_down() {
         port_open "$p" && die "down: something still listens on $STACK_HOST:$p"
     done
     log "down: nothing of the stack is running"
+}
+
+cmd_wipe() {
+    cmd_down
+    local real
+    real=$(readlink -f "$PGDATA" 2>/dev/null || true)
+    if [[ -L $PGDATA && -n $real && $real == /var/tmp/cdcstore-stack-* ]]; then
+        rm -rf "$(dirname "$real")"
+    fi
+    rm -rf "$STACK_DIR"
+    log "wipe: removed $STACK_DIR"
 }
 
 cmd_status() {
@@ -656,6 +711,7 @@ main() {
     deps) cmd_deps ;;
     up) cmd_up ;;
     down) cmd_down ;;
+    wipe) cmd_wipe ;;
     status) cmd_status ;;
     env) cmd_env ;;
     psql) cmd_psql "$@" ;;
