@@ -427,6 +427,137 @@ CDC_API void cdc_kafka_stats(const cdc_kafka_t *k, cdc_kafka_stats_t *out);
  * (rd_kafka_consumer_close) and frees k; accepts NULL. */
 CDC_API void cdc_kafka_close(cdc_kafka_t *k);
 
+/* ---- Range hashes and reconciliation ---- */
+
+/* How cdc_hash_ranges() and cdc_hash_sql() cut a table into key ranges.
+ * Zero everywhere: one range, the whole table. */
+typedef struct cdc_hash_options {
+    size_t ranges;          /* > 1: about this many ranges of equal row counts, cut at
+                             * quantiles of the replica's keys */
+    int64_t range_width;    /* > 0: ranges [k*W, (k+1)*W) of a single integer key
+                             * (only the non-empty ones); wins over ranges */
+} cdc_hash_options_t;
+
+/* One key range: its bounds, its number of rows and their hash. */
+typedef struct cdc_range_hash {
+    int64_t index;          /* k for width ranges, 0, 1, ... for quantile ranges */
+    char *lower_json;       /* inclusive lower bound as a JSON array ([10]); NULL = open */
+    char *upper_json;       /* exclusive upper bound; NULL = open */
+    uint64_t rows;
+    uint64_t hash;          /* sum modulo 2^64 of the rows' cdc_row_hash() */
+} cdc_range_hash_t;
+
+/* The hash of one row: the first 64 bits (big-endian) of md5 of the row's
+ * encoding, which is, column by column in the table's column order, "N" for
+ * NULL or "V" <decimal byte length> ":" <value> for a value in PostgreSQL
+ * text form.  The encoding is unambiguous (NULL differs from '', and no
+ * value can borrow bytes from its neighbour) and holds the key columns, so a
+ * value moved to another row changes both rows' hashes.  In SQL:
+ *   ('x' || substr(md5(coalesce('V' || octet_length(c::text) || ':' || c::text, 'N')
+ *                      || ...), 1, 16))::bit(64)::bigint
+ * Thread-safety: safe. */
+CDC_API uint64_t cdc_row_hash(const cdc_row_t *row);
+
+/* Cuts the non-deleted view of table into key ranges (see
+ * cdc_hash_options_t; opts may be NULL) and gives each range's row count and
+ * hash, the sum modulo 2^64 of its row hashes: independent of row order, and
+ * computable by PostgreSQL over the source table with cdc_hash_sql().
+ * Ownership: *out is the caller's; free with cdc_range_hashes_free().
+ * Errors: CDC_ENOTFOUND for an unknown table, CDC_EINVAL for width ranges
+ * over a key that is not a single integer. */
+CDC_API int cdc_hash_ranges(cdc_store_t *st, const char *table, const cdc_hash_options_t *opts,
+                            cdc_range_hash_t **out, size_t *n, cdc_error_t *err);
+CDC_API void cdc_range_hashes_free(cdc_range_hash_t *r, size_t n);
+
+/* One SQL query that computes over the source table (source_table, or table
+ * when NULL; "schema.table") the same (range, rows, hash) as
+ * cdc_hash_ranges() with the same options, the hash as 16 hex digits.  It
+ * uses built-in functions only.  Run it with DateStyle=ISO, TimeZone=UTC and
+ * extra_float_digits=1; column types are not known here, so values are
+ * rendered by their output functions (format('%s', c)).  The key columns and
+ * their kinds are taken from the replica's first row.
+ * Ownership: *sql is malloc'd, the caller frees it with free().
+ * Errors: CDC_ENOTFOUND for an unknown or empty table. */
+CDC_API int cdc_hash_sql(cdc_store_t *st, const char *table, const char *source_table,
+                         const cdc_hash_options_t *opts, char **sql, cdc_error_t *err);
+
+/* The kinds of difference reconciliation reports, seen from the replica. */
+enum {
+    CDC_DIFF_MISSING = 1,   /* the row is in the source, not in the replica */
+    CDC_DIFF_EXTRA = 2,     /* the row is in the replica, not in the source */
+    CDC_DIFF_DIFFERENT = 3  /* the row is in both, with different values */
+};
+
+/* One difference.  Every pointer borrows from the reconciler for the
+ * duration of the on_diff call. */
+typedef struct cdc_diff {
+    int kind;                     /* CDC_DIFF_* */
+    const char *key_json;         /* the key as a JSON object; NULL for a column difference */
+    const char *column;           /* a column found on one side only (key_json NULL), else NULL */
+    size_t ncols;                 /* the columns compared, in the replica's order */
+    const char *const *names;
+    const char *const *replica;   /* replica values, NULL = SQL NULL; the array is NULL when missing */
+    const size_t *replica_lens;
+    const char *const *source;    /* source values; the array is NULL when extra */
+    const size_t *source_lens;
+    uint64_t replica_lsn;         /* version LSN of the replica row (0 when missing) */
+    int unsettled;                /* 1: the row still changed between every recheck */
+} cdc_diff_t;
+
+typedef struct cdc_reconcile_options {
+    const char *source_table;     /* "schema.table" at the source; NULL: the replica's name */
+    size_t ranges;                /* first-level ranges; 0: about one per 8,192 rows */
+    int64_t range_width;          /* > 0: first-level width ranges (single integer key) */
+    uint64_t threshold;           /* ranges with at most this many rows are compared row by
+                                   * row, larger ones are split again; 0: 16,384 */
+    size_t factor;                /* sub-ranges per split; 0: 32 */
+    int rechecks;                 /* rechecks of a suspected difference; 0: 5 */
+    int recheck_ms;               /* wait before the first recheck, doubled each time; 0: 500 */
+    void (*on_diff)(void *opaque, const cdc_diff_t *d); /* may be NULL */
+    void *opaque;
+    cdc_log_fn log;               /* progress and decisions; may be NULL */
+    void *log_opaque;
+} cdc_reconcile_options_t;
+
+typedef struct cdc_reconcile_result {
+    uint64_t start_lsn;           /* the source's WAL position when the comparison started */
+    uint64_t replica_rows, source_rows; /* rows in the compared view at that point */
+    uint64_t ranges_compared, ranges_differing;
+    uint64_t rows_fetched;        /* rows read back from both sides to find the keys */
+    uint64_t transient;           /* suspected differences gone on a recheck (live load) */
+    uint64_t missing, extra, different, columns; /* reported differences */
+    double seconds;
+} cdc_reconcile_result_t;
+
+/* Compares table in the replica directory dir with its PostgreSQL source
+ * (conninfo: a libpq connection string or URI).  Per key range, the row
+ * counts and hashes (see cdc_row_hash) are computed on both sides, the source
+ * by one SQL query inside a REPEATABLE READ transaction that starts at the
+ * recorded WAL position start_lsn; ranges that differ are split again
+ * (factor sub-ranges cut at the replica's quantiles) until they hold at most
+ * threshold rows, whose rows are then read from both sides and compared by
+ * key.  Each suspected difference is rechecked before it is reported: both
+ * sides are read again after recheck_ms (then twice as long, ... up to
+ * rechecks times), the replica reopened so that rows applied since by a
+ * running writer are seen.  A difference gone on a recheck was in flight and
+ * is not reported; one seen unchanged on two successive reads (neither the
+ * replica row's version nor the source row moved in between) is reported;
+ * one that kept changing on every read is reported with unsettled = 1.  So a
+ * live load whose changes reach the replica within the recheck window raises
+ * no alarm, and a real difference, which does not move, is always reported.
+ * Values are compared in PostgreSQL text form; the session sets
+ * DateStyle=ISO, MDY, TimeZone=UTC, extra_float_digits=1, bytea_output=hex.
+ * The replica is opened read-only (no lock: a writer may run).
+ * Returns 0 when the comparison ran (res->missing + extra + different +
+ * columns tells whether the tables differ); res may be NULL.
+ * Credentials come from conninfo, PGPASSFILE or the PG* environment; no
+ * message ever shows a password.
+ * Errors: CDC_ESOURCE (connection, query, or a table without a primary key),
+ * CDC_ENOTFOUND for a table unknown to the replica, those of cdc_store_open(). */
+CDC_API int cdc_reconcile(const char *dir, const char *table, const char *conninfo,
+                          const cdc_reconcile_options_t *opts, cdc_reconcile_result_t *res,
+                          cdc_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif

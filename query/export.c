@@ -6,15 +6,19 @@
  * values: a field is quoted when it is empty (so it reads as the empty string,
  * not NULL), or contains the delimiter, a quote, CR or LF, or is exactly \.;
  * quotes inside are doubled; NULL is written as nothing at all.
+ *
+ * Rows are formatted into a buffer that is handed, 256 KiB at a time, to the
+ * file writer (uring.c), which keeps several buffers in flight to a regular
+ * file through io_uring and falls back to write(2) elsewhere.
  */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "query.h"
 
 typedef struct out {
-    int fd;
+    cdc__writer *w;
     cdc__buf b;
     uint64_t bytes;
     int err;
@@ -22,17 +26,8 @@ typedef struct out {
 
 static void out_flush(out *o)
 {
-    size_t done = 0;
-    while (done < o->b.len && !o->err) {
-        ssize_t w = write(o->fd, o->b.p + done, o->b.len - done);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            o->err = -errno;
-            break;
-        }
-        done += (size_t)w;
-    }
-    o->bytes += done;
+    if (!o->err && o->b.len) o->err = cdc__writer_put(o->w, o->b.p, o->b.len);
+    o->bytes += o->b.len;
     o->b.len = 0;
 }
 
@@ -79,7 +74,11 @@ int cdc_export_fd(cdc_store_t *st, const char *table, const cdc_export_options_t
     cdc_iter_t *it;
     int rc = cdc_iter_open(st, table, &io, &it, err);
     if (rc) return rc;
-    out o = {fd, {0}, 0, 0};
+    out o = {0};
+    if ((rc = cdc__writer_open(fd, 0, 0, &o.w))) {
+        cdc_iter_close(it);
+        return cdc__err(err, rc, "export of %s: %s", table, strerror(-rc));
+    }
     uint64_t count = 0;
     cdc_row_t row;
     int header_done = !(opts->format == CDC_FORMAT_CSV && opts->header);
@@ -120,15 +119,17 @@ int cdc_export_fd(cdc_store_t *st, const char *table, const cdc_export_options_t
         }
         cdc__buf_putc(&o.b, '\n');
         count++;
-        if (o.b.len >= (1u << 20)) out_flush(&o);
+        if (o.b.len >= (256u << 10)) out_flush(&o);
         if (o.err) break;
         if (opts->progress && count % 100000 == 0) opts->progress(opts->progress_opaque, count, o.bytes);
     }
     if (rc < 0) goto done;
     rc = 0;
     out_flush(&o);
+    if (!o.err) o.err = cdc__writer_flush(o.w);
     if (o.err) rc = cdc__err(err, o.err, "export of %s: write failed: %s", table, strerror(-o.err));
 done:
+    cdc__writer_close(o.w);
     cdc__buf_free(&o.b);
     cdc_iter_close(it);
     if (rows) *rows = count;

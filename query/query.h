@@ -1,0 +1,160 @@
+/*
+ * query.h: what the query files (export.c, hash.c, reconcile.c, uring.c)
+ * share and nothing else needs: the buffered file writer behind liburing,
+ * md5, the row encoding that range hashes are made of, the replica-side range
+ * scan, and the SQL text that computes the same hashes inside PostgreSQL.
+ * Not API (cdc__ prefix).
+ */
+#ifndef CDC_QUERY_H
+#define CDC_QUERY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+/* ---- File writer (uring.c) ---- */
+
+/* Writes a stream of bytes to a file descriptor with several buffers in
+ * flight: through io_uring when the kernel gives a ring, otherwise through
+ * plain write(2).  Bytes are written in order at increasing file offsets
+ * starting from the descriptor's offset at open (or appended for pipes and
+ * terminals, which always use write(2)). */
+typedef struct cdc__writer cdc__writer;
+
+/* 0 ok, -errno.  nbufs buffers of bufsize bytes each (0: defaults). */
+int cdc__writer_open(int fd, size_t nbufs, size_t bufsize, cdc__writer **out);
+/* Copies n bytes in; may submit a full buffer.  0 ok, or the first write error (-errno). */
+int cdc__writer_put(cdc__writer *w, const void *p, size_t n);
+/* Submits what is buffered and waits for every write.  0 ok, -errno. */
+int cdc__writer_flush(cdc__writer *w);
+/* Bytes handed to the kernel and completed so far. */
+uint64_t cdc__writer_bytes(const cdc__writer *w);
+/* 1 when io_uring is in use, 0 with the write(2) fallback. */
+int cdc__writer_uses_uring(const cdc__writer *w);
+/* Flushes (unless already failed), frees; returns the first error or 0.
+ * Accepts NULL. Does not close fd. */
+int cdc__writer_close(cdc__writer *w);
+
+/* ---- md5 (hash.c, RFC 1321) ---- */
+
+typedef struct cdc__md5 {
+    uint32_t a, b, c, d;
+    uint64_t len;
+    unsigned char buf[64];
+} cdc__md5;
+
+void cdc__md5_init(cdc__md5 *m);
+void cdc__md5_update(cdc__md5 *m, const void *p, size_t n);
+void cdc__md5_final(cdc__md5 *m, unsigned char out[16]);
+
+/* ---- Row hashes (hash.c) ---- */
+
+/* The hash of one row: the first 64 bits (big-endian) of md5 of the row's
+ * encoding, over the columns cols[0..ncols) of row (all of the row's columns
+ * when cols is NULL).  See hash.c for the encoding. */
+uint64_t cdc__row_hash(const char *const *values, const size_t *lens, const size_t *cols,
+                       size_t ncols);
+
+/* ---- Keys (hash.c) ---- */
+
+enum { CDC__KP_INT = 1, CDC__KP_TEXT = 2 };
+
+typedef struct cdc__keypart {
+    int type;            /* CDC__KP_INT or CDC__KP_TEXT */
+    int64_t i;
+    char *s;             /* text value, malloc'd, NUL-terminated (may hold NULs: use n) */
+    size_t n;
+} cdc__keypart;
+
+/* Splits an encoded key into its parts.  *parts is malloc'd; free with
+ * cdc__keyparts_free.  0 ok, CDC_ECORRUPT. */
+int cdc__key_parts(const char *key, size_t len, cdc__keypart **parts, size_t *n);
+void cdc__keyparts_free(cdc__keypart *parts, size_t n);
+
+/* ---- Replica range scans (hash.c) ---- */
+
+/* One range found by a scan: [lower, next range's lower) or [lower, scan's
+ * upper) for the last.  lower is an encoded key (empty: the scan's lower,
+ * which may be open); bucket is the width bucket in width mode. */
+typedef struct cdc__rh {
+    cdc__buf lower;
+    int64_t bucket;
+    uint64_t rows, hash;
+} cdc__rh;
+
+typedef struct cdc__scan {
+    /* Inputs. */
+    const char *table;
+    const cdc__buf *lo, *hi;  /* encoded bounds; NULL or empty: open */
+    int64_t width;            /* > 0: width buckets over a single integer key */
+    uint64_t stride;          /* width == 0: a new range every stride rows (0: one range) */
+    const size_t *cols;       /* columns hashed (NULL: all) */
+    size_t ncols;
+    /* Outputs. */
+    cdc__rh *r;
+    size_t n, cap;
+    uint64_t rows;            /* total rows seen */
+    uint64_t max_lsn;         /* the highest row version LSN seen */
+    cdc__buf first_key;       /* key of the first row seen (empty when none) */
+} cdc__scan;
+
+/* Scans [lo, hi) of table in the replica, hashing each row into its range. */
+int cdc__scan_run(cdc_store_t *st, cdc__scan *s, cdc_error_t *err);
+void cdc__scan_free(cdc__scan *s);
+
+/* floor(k / w), for w > 0, without overflow. */
+static inline int64_t cdc__floordiv(int64_t k, int64_t w)
+{
+    int64_t q = k / w;
+    return (k % w != 0 && k < 0) ? q - 1 : q;
+}
+
+/* The member names of a flat JSON object (a key as the store prints it),
+ * n of them, each malloc'd into names.  0 ok, -1 malformed. */
+int cdc__json_object_keys(const char *json, char **names, size_t n);
+
+/* The JSON array text of an encoded key, NUL-terminated in out (reset first). */
+int cdc__key_json_array(const char *key, size_t len, cdc__buf *out);
+
+/* ---- SQL text (hash.c) ---- */
+
+/* How one source column is turned into the text the replica holds. */
+typedef struct cdc__srccol {
+    const char *name;
+    const char *type;        /* PostgreSQL type name (format_type), NULL when unknown */
+} cdc__srccol;
+
+/* Appends a quoted identifier ("a""b") / a quoted text literal ('it''s'),
+ * valid with standard_conforming_strings on. */
+void cdc__sql_ident(cdc__buf *b, const char *s);
+void cdc__sql_literal(cdc__buf *b, const char *s, size_t n);
+/* Appends schema.table quoted: "public"."orders" (no dot: just quoted). */
+void cdc__sql_table(cdc__buf *b, const char *table);
+/* Appends the expression giving column c in the replica's text form. */
+void cdc__sql_coltext(cdc__buf *b, const cdc__srccol *c);
+/* Appends the per-row hash expression (a bigint) over cols. */
+void cdc__sql_rowhash(cdc__buf *b, const cdc__srccol *cols, size_t n);
+
+/* Key columns as seen by SQL: name, and how the replica orders it. */
+typedef struct cdc__srckey {
+    const char *name;
+    int kind;                /* CDC__KP_INT or CDC__KP_TEXT */
+    int uuid;                /* text kind on a uuid column: compare as uuid */
+    int string;              /* text kind on a string column: COLLATE "C" */
+} cdc__srckey;
+
+/* Appends the key column's ordering expression (with COLLATE "C" for text). */
+void cdc__sql_keyexpr(cdc__buf *b, const cdc__srckey *k);
+/* Appends a literal for key part p of column k. */
+void cdc__sql_keylit(cdc__buf *b, const cdc__srckey *k, const cdc__keypart *p);
+/* Appends "TRUE" or the condition lo <= key < hi for encoded bounds (empty = open). */
+int cdc__sql_range(cdc__buf *b, const cdc__srckey *keys, size_t nkey, const cdc__buf *lo,
+                   const cdc__buf *hi);
+/* Appends the bucket expression: width buckets (width > 0, one integer key),
+ * or the 0-based index of the range among bounds (encoded keys, ascending:
+ * range i is [bounds[i-1], bounds[i])). */
+int cdc__sql_bucket(cdc__buf *b, const cdc__srckey *keys, size_t nkey, int64_t width,
+                    const cdc__buf *bounds, size_t nbounds);
+
+#endif
