@@ -12,5 +12,4 @@ static int not_built(const char *cmd)
     return 1;
 }
 
-int cmd_hash(int argc, char **argv) { (void)argc; (void)argv; return not_built("hash"); }
 int cmd_reconcile(int argc, char **argv) { (void)argc; (void)argv; return not_built("reconcile"); }
