@@ -37,8 +37,8 @@ REPO=$(cd "$SCRIPT_DIR/../.." && pwd)
 
 # ---- Settings -------------------------------------------------------------
 
-STACK_DIR=${STACK_DIR:-$REPO/.stack}
-STACK_JAVA_CACHE=${STACK_JAVA_CACHE:-$REPO/.cache/stack-java}
+STACK_DIR=$(realpath -m "${STACK_DIR:-$REPO/.stack}")
+STACK_JAVA_CACHE=$(realpath -m "${STACK_JAVA_CACHE:-$REPO/.cache/stack-java}")
 STACK_HOST=127.0.0.1
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 STACK_READY_TIMEOUT=${STACK_READY_TIMEOUT:-240}
@@ -85,7 +85,8 @@ is_root() { [[ $(id -u) -eq 0 ]]; }
 # initdb and postgres refuse to run as root.
 as_pg() {
     if is_root; then
-        runuser -u postgres -- "$@"
+        # From /: the caller's directory may be closed to the postgres user.
+        (cd / && runuser -u postgres -- "$@")
     else
         "$@"
     fi
@@ -400,11 +401,17 @@ pg_up() {
     port_open "$STACK_PG_PORT" && die "postgres: port $STACK_PG_PORT is taken by another process (set STACK_PG_PORT)"
     pg_init
     pg_configure
-    touch "$LOGS/postgres.log"
-    is_root && chown postgres:postgres "$LOGS/postgres.log"
     log "postgres: starting on $STACK_HOST:$STACK_PG_PORT"
-    as_pg "$PG_BIN/pg_ctl" -D "$(readlink -f "$PGDATA")" -l "$LOGS/postgres.log" -W -s start >/dev/null ||
-        die "postgres: pg_ctl start failed; see $LOGS/postgres.log"
+    # We open the log file, not postgres: $STACK_DIR may be closed to the
+    # postgres user. setsid: the server outlives this shell and ignores its ^C.
+    local datadir
+    datadir=$(readlink -f "$PGDATA")
+    if is_root; then
+        (cd / && exec setsid runuser -u postgres -- "$PG_BIN/postgres" -D "$datadir") \
+            </dev/null >>"$LOGS/postgres.log" 2>&1 &
+    else
+        (cd / && exec setsid "$PG_BIN/postgres" -D "$datadir") </dev/null >>"$LOGS/postgres.log" 2>&1 &
+    fi
     wait_until postgres "$LOGS/postgres.log" pg_pid pg_ready
     pg_bootstrap
     log "postgres: ready"
