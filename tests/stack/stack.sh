@@ -296,6 +296,8 @@ pg_prepare_datadir() {
             rmdir "$PGDATA"
             local alt
             alt=/var/tmp/cdcstore-stack-$(printf '%s' "$STACK_DIR" | sha256sum | cut -c1-12)/pg
+            # Left over from an earlier $STACK_DIR of the same path, removed by hand.
+            rm -rf "$alt"
             mkdir -p "$alt"
             chown postgres:postgres "$alt" "$(dirname "$alt")"
             chmod 700 "$alt"
