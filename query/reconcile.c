@@ -1,0 +1,1074 @@
+/*
+ * reconcile.c: compares a table of the replica with its PostgreSQL source
+ * and lists every difference.  The only file that knows libpq.
+ *
+ * How.  Both sides cut the table into the same key ranges and compute per
+ * range a row count and a hash (hash.c): the replica by scanning RocksDB, the
+ * source by one SQL query, so only (range, count, hash) crosses the network.
+ * The first level uses width ranges for a single integer key (the source
+ * query and the replica scan then run at the same time: PostgreSQL works
+ * while the replica is read) and quantile ranges cut from the replica
+ * otherwise.  A range whose count or hash differs is split into `factor`
+ * sub-ranges cut at the replica's quantiles, and so on, until a range holds
+ * at most `threshold` rows; its rows are then read from both sides in key
+ * order and merged by key: a key only in the source is missing, only in the
+ * replica extra, in both with other values different.
+ *
+ * A known point in time.  All source queries of the comparison run in one
+ * REPEATABLE READ READ ONLY transaction whose first statement records
+ * pg_current_wal_lsn(): they see the source exactly as of that LSN
+ * (start_lsn).  The replica is read as it is (each scan a RocksDB snapshot).
+ *
+ * Rechecks: why a live load raises no alarm.  While the comparison runs, the
+ * source keeps changing and the replica follows a little later, so some
+ * candidates are only changes in flight: the source changed before start_lsn
+ * and the replica had not applied it yet, or the replica applied a change
+ * made after start_lsn (row.lsn > start_lsn).  Telling these apart from a real
+ * difference needs a second look, not a guess.  So every candidate is read
+ * again on both sides (the source outside the snapshot, the replica reopened
+ * so that a running writer's rows are seen) after a wait, doubled on each
+ * round, up to `rechecks` rounds, and:
+ *   - equal now: it was in flight; counted as transient, not reported;
+ *   - the same difference as the previous read (the replica row has the same
+ *     version LSN and values, the source row the same values): nothing moved
+ *     during a whole wait, so it is not in flight: reported;
+ *   - moved: read again next round; still moving after the last round:
+ *     reported as unsettled.
+ * A real difference does not move by itself, so it is always reported (on the
+ * first recheck); a change in flight is dropped as soon as the replica has
+ * caught up, provided the replica lags by less than the recheck wait.
+ *
+ * Text forms.  Values are compared as the replica keeps them, PostgreSQL's
+ * text output, so the session sets DateStyle=ISO, MDY, TimeZone=UTC,
+ * extra_float_digits=1, bytea_output=hex, client_encoding=UTF8; booleans are
+ * rendered t/f and timestamptz as Debezium's ZonedTimestamp (hash.c).
+ *
+ * Credentials come from the connection string, PGPASSFILE or the PG*
+ * environment (libpq's own rules); messages name the source by its
+ * connection string with the password removed, and any password text that a
+ * libpq message might echo is masked.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <postgresql/libpq-fe.h> /* Debian puts it under postgresql/ */
+
+#include "query.h"
+
+#define DEFAULT_THRESHOLD 16384
+#define DEFAULT_FACTOR 32
+#define DEFAULT_RECHECKS 5
+#define DEFAULT_RECHECK_MS 500
+#define ROWS_PER_RANGE 8192
+#define FETCH_ROWS 10000
+
+/* One side's view of a key: present or not, with its values. */
+typedef struct side {
+    int present;
+    uint64_t lsn;            /* replica: row version LSN */
+    char **v;                /* ncmp values, NULL = SQL NULL */
+    size_t *l;
+} side;
+
+typedef struct cand {
+    cdc__buf key;            /* encoded key */
+    side rep, src;
+} cand;
+
+typedef struct ctx {
+    const char *dir, *table;
+    const cdc_reconcile_options_t *o;
+    cdc_reconcile_result_t *res;
+    cdc_error_t *err;
+    cdc_open_options_t oo;
+    cdc_store_t *st;
+    PGconn *pg;
+    char *who;               /* conninfo without password, for messages */
+    char *password;          /* to mask in libpq messages */
+    cdc__buf tsql;           /* quoted source table */
+    /* Columns compared: the replica's columns present at the source. */
+    size_t ncmp;
+    size_t *rcols;           /* replica column index of each */
+    cdc__srccol *scols;
+    char **names;
+    /* Key. */
+    size_t nkey;
+    cdc__srckey *keys;
+    size_t *keyidx;          /* position of key column j among the compared ones */
+    char **keynames;
+    cdc__buf rowhash, collist, orderby;
+    uint64_t threshold;
+    size_t factor;
+    /* Candidates. */
+    cand *c;
+    size_t nc, capc;
+} ctx;
+
+/* ---- Messages ---- */
+
+static void logf_(ctx *x, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void logf_(ctx *x, int level, const char *fmt, ...)
+{
+    if (!x->o->log) return;
+    char m[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m, sizeof m, fmt, ap);
+    va_end(ap);
+    x->o->log(x->o->log_opaque, level, "reconcile", m);
+}
+
+/* libpq's message with the password masked and the trailing newline cut. */
+static void pg_message(ctx *x, const char *msg, char *out, size_t outsz)
+{
+    cdc__buf b = {0};
+    const char *p = msg ? msg : "";
+    size_t pl = x->password ? strlen(x->password) : 0;
+    while (*p) {
+        if (pl && !strncmp(p, x->password, pl)) {
+            cdc__buf_puts(&b, "***");
+            p += pl;
+        } else {
+            cdc__buf_putc(&b, *p++);
+        }
+    }
+    while (b.len && (b.p[b.len - 1] == '\n' || b.p[b.len - 1] == ' ')) b.len--;
+    snprintf(out, outsz, "%.*s", (int)b.len, b.p ? b.p : "");
+    cdc__buf_free(&b);
+}
+
+static int src_fail(ctx *x, const char *what, const PGresult *r)
+{
+    char m[700];
+    pg_message(x, r ? PQresultErrorMessage(r) : PQerrorMessage(x->pg), m, sizeof m);
+    if (!m[0] && x->pg) pg_message(x, PQerrorMessage(x->pg), m, sizeof m);
+    return cdc__err(x->err, CDC_ESOURCE, "source %s: %s: %s", x->who, what, m);
+}
+
+/* The connection string without its password, for messages. */
+static void describe_source(ctx *x, const char *conninfo)
+{
+    char *e = NULL;
+    PQconninfoOption *opts = PQconninfoParse(conninfo, &e);
+    cdc__buf b = {0};
+    if (!opts) {
+        cdc__buf_puts(&b, "(unparsable connection string)");
+        PQfreemem(e);
+    } else {
+        for (PQconninfoOption *o = opts; o->keyword; o++) {
+            if (!o->val || !o->val[0]) continue;
+            if (!strcmp(o->keyword, "password")) {
+                free(x->password);
+                x->password = strdup(o->val);
+                continue;
+            }
+            if (strcmp(o->keyword, "host") && strcmp(o->keyword, "hostaddr") && strcmp(o->keyword, "port") &&
+                strcmp(o->keyword, "dbname") && strcmp(o->keyword, "user"))
+                continue;
+            cdc__buf_printf(&b, "%s%s=%s", b.len ? " " : "", o->keyword, o->val);
+        }
+        PQconninfoFree(opts);
+        if (!b.len) cdc__buf_puts(&b, "(defaults)");
+    }
+    cdc__buf_putc(&b, 0);
+    x->who = b.p;
+}
+
+/* ---- Queries ---- */
+
+static PGresult *q(ctx *x, const char *sql, const char *what)
+{
+    PGresult *r = PQexec(x->pg, sql);
+    ExecStatusType s = PQresultStatus(r);
+    if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
+        src_fail(x, what, r);
+        PQclear(r);
+        return NULL;
+    }
+    return r;
+}
+
+static PGresult *q1(ctx *x, const char *sql, const char *param, const char *what)
+{
+    PGresult *r = PQexecParams(x->pg, sql, 1, NULL, &param, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        src_fail(x, what, r);
+        PQclear(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* A numeric's decimal text reduced modulo 2^64. */
+static uint64_t numeric_mod64(const char *s)
+{
+    int neg = *s == '-';
+    if (neg || *s == '+') s++;
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++) v = v * 10 + (uint64_t)(*s - '0');
+    return neg ? (uint64_t)0 - v : v;
+}
+
+/* "16/B374D848" -> 64-bit LSN. */
+static uint64_t parse_lsn(const char *s)
+{
+    unsigned long hi = strtoul(s, (char **)&s, 16);
+    if (*s == '/') s++;
+    unsigned long lo = strtoul(s, NULL, 16);
+    return (uint64_t)hi << 32 | lo;
+}
+
+/* ---- Setup ---- */
+
+static int connect_source(ctx *x, const char *conninfo)
+{
+    describe_source(x, conninfo);
+    x->pg = PQconnectdb(conninfo);
+    if (PQstatus(x->pg) != CONNECTION_OK) return src_fail(x, "cannot connect", NULL);
+    static const char *setup =
+        "SET DateStyle = 'ISO, MDY'; SET TimeZone = 'UTC'; SET extra_float_digits = 1; "
+        "SET bytea_output = 'hex'; SET client_encoding = 'UTF8'; SET standard_conforming_strings = on; "
+        "SET application_name = 'cdcstore reconcile'";
+    PGresult *r = q(x, setup, "session settings");
+    if (!r) return CDC_ESOURCE;
+    PQclear(r);
+    return 0;
+}
+
+/* Reads the source's columns and key, and matches them with the replica's. */
+static int describe_tables(ctx *x)
+{
+    const char *src = x->o->source_table ? x->o->source_table : x->table;
+    cdc__sql_table(&x->tsql, src);
+    cdc__buf_putc(&x->tsql, 0);
+    x->tsql.len--;
+    int rc = 0;
+    PGresult *r = q1(x, "SELECT to_regclass($1)::oid", x->tsql.p, "looking up the table");
+    if (!r) return CDC_ESOURCE;
+    if (PQgetisnull(r, 0, 0)) {
+        PQclear(r);
+        return cdc__err(x->err, CDC_ESOURCE, "source %s: table %s not found", x->who, src);
+    }
+    char oid[32];
+    snprintf(oid, sizeof oid, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+
+    PGresult *cols = q1(x,
+                        "SELECT a.attname, format_type(a.atttypid, a.atttypmod), t.typcategory, t.typname "
+                        "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
+                        "WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+                        oid, "reading the columns");
+    if (!cols) return CDC_ESOURCE;
+    PGresult *pk = q1(x,
+                      "SELECT a.attname FROM pg_index i "
+                      "CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) "
+                      "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
+                      "WHERE i.indrelid = $1::oid AND i.indisprimary ORDER BY k.ord",
+                      oid, "reading the primary key");
+    if (!pk) {
+        PQclear(cols);
+        return CDC_ESOURCE;
+    }
+    const char *const *rnames;
+    size_t rn;
+    if ((rc = cdc_store_columns(x->st, x->table, &rnames, &rn, x->err))) goto done;
+    int ns = PQntuples(cols);
+    x->rcols = calloc(rn + 1, sizeof *x->rcols);
+    x->scols = calloc(rn + 1, sizeof *x->scols);
+    x->names = calloc(rn + 1, sizeof *x->names);
+    /* Compared: replica columns found at the source, in replica order. */
+    for (size_t i = 0; i < rn; i++) {
+        int found = -1;
+        for (int j = 0; j < ns && found < 0; j++)
+            if (!strcmp(rnames[i], PQgetvalue(cols, j, 0))) found = j;
+        if (found < 0) {
+            cdc_diff_t d = {.kind = CDC_DIFF_EXTRA, .column = rnames[i]};
+            x->res->columns++;
+            if (x->o->on_diff) x->o->on_diff(x->o->opaque, &d);
+            continue;
+        }
+        x->rcols[x->ncmp] = i;
+        x->names[x->ncmp] = strdup(rnames[i]);
+        x->scols[x->ncmp].name = x->names[x->ncmp];
+        x->scols[x->ncmp].type = strdup(PQgetvalue(cols, found, 1));
+        x->ncmp++;
+    }
+    for (int j = 0; j < ns; j++) {
+        int found = 0;
+        for (size_t i = 0; i < rn && !found; i++) found = !strcmp(rnames[i], PQgetvalue(cols, j, 0));
+        if (!found) {
+            cdc_diff_t d = {.kind = CDC_DIFF_MISSING, .column = PQgetvalue(cols, j, 0)};
+            x->res->columns++;
+            if (x->o->on_diff) x->o->on_diff(x->o->opaque, &d);
+        }
+    }
+    x->nkey = (size_t)PQntuples(pk);
+    if (!x->nkey) {
+        rc = cdc__err(x->err, CDC_ESOURCE, "source %s: table %s has no primary key", x->who, src);
+        goto done;
+    }
+    x->keys = calloc(x->nkey, sizeof *x->keys);
+    x->keyidx = calloc(x->nkey, sizeof *x->keyidx);
+    x->keynames = calloc(x->nkey, sizeof *x->keynames);
+    for (size_t k = 0; k < x->nkey; k++) {
+        const char *kn = PQgetvalue(pk, (int)k, 0);
+        size_t i = 0;
+        while (i < x->ncmp && strcmp(x->names[i], kn)) i++;
+        if (i == x->ncmp) {
+            rc = cdc__err(x->err, CDC_ESOURCE, "table %s: key column %s of the source is not in the replica",
+                          x->table, kn);
+            goto done;
+        }
+        x->keyidx[k] = i;
+        x->keynames[k] = strdup(kn);
+        x->keys[k].name = x->keynames[k];
+        for (int j = 0; j < ns; j++) {
+            if (strcmp(kn, PQgetvalue(cols, j, 0))) continue;
+            const char *tn = PQgetvalue(cols, j, 3), *cat = PQgetvalue(cols, j, 2);
+            if (!strcmp(tn, "int2") || !strcmp(tn, "int4") || !strcmp(tn, "int8")) {
+                x->keys[k].kind = CDC__KP_INT;
+            } else {
+                x->keys[k].kind = CDC__KP_TEXT;
+                x->keys[k].uuid = !strcmp(tn, "uuid");
+                x->keys[k].string = !strcmp(cat, "S");
+            }
+        }
+    }
+    /* SQL pieces used by every query. */
+    cdc__sql_rowhash(&x->rowhash, x->scols, x->ncmp);
+    for (size_t i = 0; i < x->ncmp; i++) {
+        if (i) cdc__buf_puts(&x->collist, ", ");
+        cdc__sql_coltext(&x->collist, &x->scols[i]);
+    }
+    if (!x->ncmp) cdc__buf_puts(&x->collist, "NULL");
+    for (size_t k = 0; k < x->nkey; k++) {
+        if (k) cdc__buf_puts(&x->orderby, ", ");
+        cdc__sql_keyexpr(&x->orderby, &x->keys[k]);
+    }
+done:
+    PQclear(cols);
+    PQclear(pk);
+    return rc;
+}
+
+/* ---- Range hashes at the source ---- */
+
+typedef struct srch {
+    int64_t bucket;
+    uint64_t rows, hash;
+} srch;
+
+/* Sends the bucket query over [lo, hi); collect it with recv_hashes. */
+static int send_hashes(ctx *x, const cdc__buf *lo, const cdc__buf *hi, int64_t width, const cdc__buf *bounds,
+                       size_t nb)
+{
+    cdc__buf s = {0};
+    int rc;
+    cdc__buf_puts(&s, "SELECT ");
+    if ((rc = cdc__sql_bucket(&s, x->keys, x->nkey, width, bounds, nb))) goto done;
+    cdc__buf_puts(&s, " AS b, count(*), sum(");
+    cdc__buf_put(&s, x->rowhash.p, x->rowhash.len);
+    cdc__buf_puts(&s, ")::text FROM ");
+    cdc__buf_puts(&s, x->tsql.p);
+    cdc__buf_puts(&s, " WHERE ");
+    if ((rc = cdc__sql_range(&s, x->keys, x->nkey, lo, hi))) goto done;
+    cdc__buf_puts(&s, " GROUP BY 1 ORDER BY 1");
+    cdc__buf_putc(&s, 0);
+    if (!PQsendQuery(x->pg, s.p)) rc = src_fail(x, "sending the hash query", NULL);
+done:
+    if (rc && rc != CDC_ESOURCE) rc = cdc__err(x->err, rc, "table %s: bad range bounds", x->table);
+    cdc__buf_free(&s);
+    return rc;
+}
+
+static int recv_hashes(ctx *x, srch **out, size_t *n)
+{
+    PGresult *r, *last = NULL;
+    int rc = 0;
+    while ((r = PQgetResult(x->pg))) {
+        if (last) PQclear(last);
+        last = r;
+    }
+    if (!last || PQresultStatus(last) != PGRES_TUPLES_OK) {
+        rc = src_fail(x, "the hash query", last);
+        PQclear(last);
+        return rc;
+    }
+    *n = (size_t)PQntuples(last);
+    *out = calloc(*n + 1, sizeof **out);
+    for (size_t i = 0; i < *n; i++) {
+        (*out)[i].bucket = strtoll(PQgetvalue(last, (int)i, 0), NULL, 10);
+        (*out)[i].rows = strtoull(PQgetvalue(last, (int)i, 1), NULL, 10);
+        (*out)[i].hash = numeric_mod64(PQgetvalue(last, (int)i, 2));
+    }
+    PQclear(last);
+    return 0;
+}
+
+/* ---- Row by row ---- */
+
+static void side_free(side *s, size_t n)
+{
+    if (s->v)
+        for (size_t i = 0; i < n; i++) free(s->v[i]);
+    free(s->v);
+    free(s->l);
+    memset(s, 0, sizeof *s);
+}
+
+static void side_set(side *s, size_t n, const char *const *v, const size_t *l, uint64_t lsn)
+{
+    side_free(s, n);
+    s->present = 1;
+    s->lsn = lsn;
+    s->v = calloc(n + 1, sizeof *s->v);
+    s->l = calloc(n + 1, sizeof *s->l);
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i]) continue;
+        s->v[i] = malloc(l[i] + 1);
+        memcpy(s->v[i], v[i], l[i]);
+        s->v[i][l[i]] = 0;
+        s->l[i] = l[i];
+    }
+}
+
+static int values_equal(size_t n, char *const *a, const size_t *al, char *const *b, const size_t *bl)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!a[i] != !b[i]) return 0;
+        if (a[i] && (al[i] != bl[i] || memcmp(a[i], b[i], al[i]))) return 0;
+    }
+    return 1;
+}
+
+/* The two sides hold the same row (or neither holds it). */
+static int sides_agree(const ctx *x, const side *r, const side *s)
+{
+    if (r->present != s->present) return 0;
+    return !r->present || values_equal(x->ncmp, r->v, r->l, s->v, s->l);
+}
+
+/* Nothing moved between two reads of the same side. */
+static int side_same(const ctx *x, const side *a, const side *b)
+{
+    if (a->present != b->present) return 0;
+    if (!a->present) return 1;
+    return a->lsn == b->lsn && values_equal(x->ncmp, a->v, a->l, b->v, b->l);
+}
+
+static cand *add_cand(ctx *x, const char *key, size_t kl)
+{
+    if (x->nc == x->capc) {
+        x->capc = x->capc ? x->capc * 2 : 16;
+        x->c = realloc(x->c, x->capc * sizeof *x->c);
+    }
+    cand *c = &x->c[x->nc++];
+    memset(c, 0, sizeof *c);
+    cdc__buf_put(&c->key, key, kl);
+    return c;
+}
+
+/* The encoded key of a source row (result row i of r). */
+static int source_key(const ctx *x, PGresult *r, int i, cdc__buf *out)
+{
+    cdc__buf_reset(out);
+    for (size_t k = 0; k < x->nkey; k++) {
+        int col = (int)x->keyidx[k];
+        if (PQgetisnull(r, i, col)) return -1;
+        const char *v = PQgetvalue(r, i, col);
+        if (x->keys[k].kind == CDC__KP_INT) cdc__key_add_int(out, strtoll(v, NULL, 10));
+        else cdc__key_add_text(out, v, (size_t)PQgetlength(r, i, col));
+    }
+    return 0;
+}
+
+static int keycmp(const char *a, size_t al, const char *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+    if (c) return c;
+    return al < bl ? -1 : al > bl;
+}
+
+/* The values of result row i of r, as arrays over the compared columns. */
+static void source_values(const ctx *x, PGresult *r, int i, const char **v, size_t *l)
+{
+    for (size_t c = 0; c < x->ncmp; c++) {
+        v[c] = PQgetisnull(r, i, (int)c) ? NULL : PQgetvalue(r, i, (int)c);
+        l[c] = v[c] ? (size_t)PQgetlength(r, i, (int)c) : 0;
+    }
+}
+
+/* Reads [lo, hi) from both sides in key order and records every key where
+ * they disagree as a candidate. */
+static int compare_rows(ctx *x, const cdc__buf *lo, const cdc__buf *hi)
+{
+    cdc__buf s = {0}, lj = {0}, hj = {0}, sk = {0};
+    int rc = 0;
+    cdc_iter_t *it = NULL;
+    PGresult *r = NULL;
+    const char **sv = calloc(x->ncmp + 1, sizeof *sv), **rv = calloc(x->ncmp + 1, sizeof *rv);
+    size_t *sl = calloc(x->ncmp + 1, sizeof *sl), *rl = calloc(x->ncmp + 1, sizeof *rl);
+    cdc__buf_puts(&s, "DECLARE cdc_rows NO SCROLL CURSOR FOR SELECT ");
+    cdc__buf_put(&s, x->collist.p, x->collist.len);
+    cdc__buf_puts(&s, " FROM ");
+    cdc__buf_puts(&s, x->tsql.p);
+    cdc__buf_puts(&s, " WHERE ");
+    if ((rc = cdc__sql_range(&s, x->keys, x->nkey, lo, hi))) {
+        rc = cdc__err(x->err, rc, "table %s: bad range bounds", x->table);
+        goto done;
+    }
+    cdc__buf_puts(&s, " ORDER BY ");
+    cdc__buf_put(&s, x->orderby.p, x->orderby.len);
+    cdc__buf_putc(&s, 0);
+    if (!(r = q(x, s.p, "reading rows"))) {
+        rc = CDC_ESOURCE;
+        goto done;
+    }
+    PQclear(r);
+    r = NULL;
+    cdc_iter_options_t io = {0};
+    if (lo && lo->len) {
+        cdc__key_json_array(lo->p, lo->len, &lj);
+        io.lower_json = lj.p;
+    }
+    if (hi && hi->len) {
+        cdc__key_json_array(hi->p, hi->len, &hj);
+        io.upper_json = hj.p;
+    }
+    if ((rc = cdc_iter_open(x->st, x->table, &io, &it, x->err))) goto done;
+    cdc_row_t row;
+    int have_rep = 0, si = 0, sn = 0, src_done = 0;
+    for (;;) {
+        if (!have_rep) {
+            rc = cdc_iter_next(it, &row, x->err);
+            if (rc < 0) goto done;
+            have_rep = rc == 1 ? 1 : -1; /* -1: replica exhausted */
+            if (have_rep == 1) x->res->rows_fetched++;
+        }
+        if (!src_done && si >= sn) {
+            PQclear(r);
+            if (!(r = q(x, "FETCH " "10000" " FROM cdc_rows", "reading rows"))) {
+                rc = CDC_ESOURCE;
+                goto done;
+            }
+            si = 0;
+            sn = PQntuples(r);
+            if (sn == 0) src_done = 1;
+            x->res->rows_fetched += (uint64_t)sn;
+        }
+        if (have_rep == -1 && src_done) break;
+        if (!src_done && source_key(x, r, si, &sk)) {
+            rc = cdc__err(x->err, CDC_ESOURCE, "source %s: a key column is NULL", x->who);
+            goto done;
+        }
+        int cmp;
+        if (have_rep == -1) cmp = 1;
+        else if (src_done) cmp = -1;
+        else cmp = keycmp(row.key, row.key_len, sk.p, sk.len);
+        if (have_rep == 1)
+            for (size_t c = 0; c < x->ncmp; c++) {
+                rv[c] = row.values[x->rcols[c]];
+                rl[c] = row.lens[x->rcols[c]];
+            }
+        if (cmp < 0) { /* only in the replica */
+            cand *c = add_cand(x, row.key, row.key_len);
+            side_set(&c->rep, x->ncmp, rv, rl, row.lsn);
+            have_rep = 0;
+        } else if (cmp > 0) { /* only in the source */
+            source_values(x, r, si, sv, sl);
+            cand *c = add_cand(x, sk.p, sk.len);
+            side_set(&c->src, x->ncmp, sv, sl, 0);
+            si++;
+        } else {
+            source_values(x, r, si, sv, sl);
+            int same = 1;
+            for (size_t k = 0; k < x->ncmp && same; k++)
+                same = !rv[k] == !sv[k] && (!rv[k] || (rl[k] == sl[k] && !memcmp(rv[k], sv[k], rl[k])));
+            if (!same) {
+                cand *c = add_cand(x, row.key, row.key_len);
+                side_set(&c->rep, x->ncmp, rv, rl, row.lsn);
+                side_set(&c->src, x->ncmp, sv, sl, 0);
+            }
+            have_rep = 0;
+            si++;
+        }
+    }
+    rc = 0;
+    PQclear(r);
+    r = q(x, "CLOSE cdc_rows", "reading rows");
+    if (!r) rc = CDC_ESOURCE;
+done:
+    PQclear(r);
+    cdc_iter_close(it);
+    cdc__buf_free(&s);
+    cdc__buf_free(&lj);
+    cdc__buf_free(&hj);
+    cdc__buf_free(&sk);
+    free(sv);
+    free(rv);
+    free(sl);
+    free(rl);
+    return rc;
+}
+
+/* ---- Bisection ---- */
+
+/* A range of keys [lo, hi) with its row counts on both sides. */
+typedef struct krange {
+    cdc__buf lo, hi;
+    uint64_t rep_rows, src_rows;
+} krange;
+
+static void width_bounds(int64_t b, int64_t w, cdc__buf *lo, cdc__buf *hi)
+{
+    __int128 l = (__int128)b * w, h = l + w;
+    if (l >= INT64_MIN && l <= INT64_MAX) cdc__key_add_int(lo, (int64_t)l);
+    if (h >= INT64_MIN && h <= INT64_MAX) cdc__key_add_int(hi, (int64_t)h);
+}
+
+static int drill(ctx *x, const krange *kr, int depth);
+
+/* Compares the replica's ranges (scan s over [lo, hi)) with the source's
+ * (h, n) and goes down into every range that differs. */
+static int compare_level(ctx *x, const cdc__scan *s, const srch *h, size_t n, const cdc__buf *lo,
+                         const cdc__buf *hi, int depth)
+{
+    size_t i = 0, j = 0;
+    int rc = 0;
+    while ((i < s->n || j < n) && !rc) {
+        int64_t b;
+        uint64_t rr = 0, rh = 0, sr = 0, sh = 0;
+        if (j >= n || (i < s->n && s->r[i].bucket < h[j].bucket)) b = s->r[i].bucket;
+        else b = h[j].bucket;
+        if (i < s->n && s->r[i].bucket == b) {
+            rr = s->r[i].rows;
+            rh = s->r[i].hash;
+        }
+        if (j < n && h[j].bucket == b) {
+            sr = h[j].rows;
+            sh = h[j].hash;
+        }
+        x->res->ranges_compared++;
+        if (rr != sr || rh != sh) {
+            x->res->ranges_differing++;
+            krange kr = {.rep_rows = rr, .src_rows = sr};
+            if (s->width > 0) {
+                width_bounds(b, s->width, &kr.lo, &kr.hi);
+            } else {
+                /* Quantile range b: [its lower, next lower) within [lo, hi).
+                 * The replica ranges are 0..s->n-1 in order, bucket = index. */
+                size_t ri = (size_t)b;
+                if (ri < s->n) {
+                    if (s->r[ri].lower.len) cdc__buf_put(&kr.lo, s->r[ri].lower.p, s->r[ri].lower.len);
+                    else if (ri == 0 && lo && lo->len) cdc__buf_put(&kr.lo, lo->p, lo->len);
+                }
+                if (ri + 1 < s->n) cdc__buf_put(&kr.hi, s->r[ri + 1].lower.p, s->r[ri + 1].lower.len);
+                else if (hi && hi->len) cdc__buf_put(&kr.hi, hi->p, hi->len);
+            }
+            logf_(x, CDC_LOG_DEBUG, "level %d: range %lld differs: replica %llu rows, source %llu rows", depth,
+                  (long long)b, (unsigned long long)rr, (unsigned long long)sr);
+            rc = drill(x, &kr, depth + 1);
+            cdc__buf_free(&kr.lo);
+            cdc__buf_free(&kr.hi);
+        }
+        if (i < s->n && s->r[i].bucket == b) i++;
+        if (j < n && h[j].bucket == b) j++;
+    }
+    return rc;
+}
+
+/* One differing range: compared row by row when small, else split. */
+static int drill(ctx *x, const krange *kr, int depth)
+{
+    if (kr->rep_rows <= x->threshold || depth > 12) return compare_rows(x, &kr->lo, &kr->hi);
+    cdc__scan s = {0};
+    s.table = x->table;
+    s.lo = &kr->lo;
+    s.hi = &kr->hi;
+    s.stride = (kr->rep_rows + x->factor - 1) / x->factor;
+    s.cols = x->rcols;
+    s.ncols = x->ncmp;
+    int rc = cdc__scan_run(x->st, &s, x->err);
+    srch *h = NULL;
+    size_t n = 0;
+    cdc__buf *bounds = NULL;
+    if (rc) goto done;
+    bounds = calloc(s.n + 1, sizeof *bounds);
+    for (size_t i = 1; i < s.n; i++) bounds[i - 1] = s.r[i].lower; /* borrowed */
+    if (!(rc = send_hashes(x, &kr->lo, &kr->hi, 0, bounds, s.n ? s.n - 1 : 0)))
+        rc = recv_hashes(x, &h, &n);
+    if (rc) goto done;
+    if (s.n == 0) { /* no replica rows in the range: one empty range */
+        cdc__rh *r = calloc(1, sizeof *r);
+        s.r = r;
+        s.n = s.cap = 1;
+    }
+    rc = compare_level(x, &s, h, n, &kr->lo, &kr->hi, depth);
+done:
+    free(bounds);
+    free(h);
+    cdc__scan_free(&s);
+    return rc;
+}
+
+/* The first level over the whole table. */
+static int first_level(ctx *x)
+{
+    cdc_stats_t stats = {0};
+    int rc = cdc_store_stats(x->st, x->table, &stats, x->err);
+    if (rc) return rc;
+    int single_int = x->nkey == 1 && x->keys[0].kind == CDC__KP_INT;
+    int64_t width = x->o->range_width;
+    if (width > 0 && !single_int)
+        return cdc__err(x->err, CDC_EINVAL, "table %s: width ranges need a single integer key", x->table);
+    uint64_t est = stats.rows_live;
+    /* Source size and key span (min and max come from the index). */
+    cdc__buf s = {0};
+    cdc__buf_puts(&s, "SELECT ");
+    if (single_int) {
+        cdc__buf_puts(&s, "(SELECT min(");
+        cdc__sql_ident(&s, x->keys[0].name);
+        cdc__buf_puts(&s, ")::text FROM ");
+        cdc__buf_puts(&s, x->tsql.p);
+        cdc__buf_puts(&s, "), (SELECT max(");
+        cdc__sql_ident(&s, x->keys[0].name);
+        cdc__buf_puts(&s, ")::text FROM ");
+        cdc__buf_puts(&s, x->tsql.p);
+        cdc__buf_puts(&s, ")");
+    } else {
+        cdc__buf_puts(&s, "NULL, NULL");
+    }
+    cdc__buf_puts(&s, ", (SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = ");
+    cdc__sql_literal(&s, x->tsql.p, x->tsql.len);
+    cdc__buf_puts(&s, "::regclass)");
+    cdc__buf_putc(&s, 0);
+    PGresult *r = q(x, s.p, "reading the key span");
+    cdc__buf_free(&s);
+    if (!r) return CDC_ESOURCE;
+    uint64_t src_est = strtoull(PQgetvalue(r, 0, 2), NULL, 10);
+    if (src_est > est) est = src_est;
+    size_t target = x->o->ranges ? x->o->ranges : (size_t)(est / ROWS_PER_RANGE);
+    if (target < 1) target = 1;
+    if (target > 65536 && !x->o->ranges) target = 65536;
+    if (width <= 0 && single_int && !PQgetisnull(r, 0, 0)) {
+        __int128 mn = strtoll(PQgetvalue(r, 0, 0), NULL, 10), mx = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+        __int128 w = (mx - mn + 1 + (__int128)target - 1) / (__int128)target;
+        width = w > INT64_MAX ? INT64_MAX : w < 1 ? 1 : (int64_t)w;
+    }
+    PQclear(r);
+
+    cdc__scan sc = {0};
+    sc.table = x->table;
+    sc.cols = x->rcols;
+    sc.ncols = x->ncmp;
+    srch *h = NULL;
+    size_t n = 0;
+    cdc__buf *bounds = NULL;
+    if (width > 0) {
+        /* The source works on its query while the replica is scanned. */
+        sc.width = width;
+        logf_(x, CDC_LOG_INFO, "first level: width ranges of %lld keys over about %llu rows", (long long)width,
+              (unsigned long long)est);
+        if ((rc = send_hashes(x, NULL, NULL, width, NULL, 0))) goto done;
+        int src_rc = 0;
+        rc = cdc__scan_run(x->st, &sc, x->err);
+        src_rc = recv_hashes(x, &h, &n);
+        if (rc || (rc = src_rc)) goto done;
+    } else {
+        sc.stride = (stats.rows_live + target - 1) / target;
+        if (!sc.stride) sc.stride = 1;
+        logf_(x, CDC_LOG_INFO, "first level: %zu quantile ranges of the replica's %llu rows", target,
+              (unsigned long long)stats.rows_live);
+        if ((rc = cdc__scan_run(x->st, &sc, x->err))) goto done;
+        bounds = calloc(sc.n + 1, sizeof *bounds);
+        for (size_t i = 1; i < sc.n; i++) bounds[i - 1] = sc.r[i].lower; /* borrowed */
+        if ((rc = send_hashes(x, NULL, NULL, 0, bounds, sc.n ? sc.n - 1 : 0))) goto done;
+        if ((rc = recv_hashes(x, &h, &n))) goto done;
+        if (sc.n == 0) {
+            sc.r = calloc(1, sizeof *sc.r);
+            sc.n = sc.cap = 1;
+        }
+    }
+    x->res->replica_rows = sc.rows;
+    for (size_t j = 0; j < n; j++) x->res->source_rows += h[j].rows;
+    rc = compare_level(x, &sc, h, n, NULL, NULL, 1);
+done:
+    free(bounds);
+    free(h);
+    cdc__scan_free(&sc);
+    return rc;
+}
+
+/* ---- Rechecks ---- */
+
+static int reopen_store(ctx *x)
+{
+    cdc_store_close(x->st);
+    x->st = NULL;
+    int rc = 0;
+    /* A writer may be switching files under us: try a few times. */
+    for (int i = 0; i < 5; i++) {
+        if (!(rc = cdc_store_open(x->dir, &x->oo, &x->st, x->err))) return 0;
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return rc;
+}
+
+/* Reads the replica row of key into s. */
+static int read_replica(ctx *x, const cdc__buf *key, side *s, cdc__buf *kj)
+{
+    cdc_row_t row;
+    cdc_error_t e = {0};
+    side_free(s, x->ncmp);
+    cdc__key_json_array(key->p, key->len, kj);
+    int rc = cdc_store_get(x->st, x->table, kj->p, &row, &e);
+    if (rc == CDC_ENOTFOUND) return 0;
+    if (rc) {
+        if (x->err) *x->err = e;
+        return rc;
+    }
+    if (row.deleted) return 0;
+    const char **v = calloc(x->ncmp + 1, sizeof *v);
+    size_t *l = calloc(x->ncmp + 1, sizeof *l);
+    for (size_t c = 0; c < x->ncmp; c++) {
+        v[c] = row.values[x->rcols[c]];
+        l[c] = row.lens[x->rcols[c]];
+    }
+    side_set(s, x->ncmp, v, l, row.lsn);
+    free(v);
+    free(l);
+    return 0;
+}
+
+/* Reads the source rows of candidates [from, to) (outside any snapshot). */
+static int read_source(ctx *x, cand **cs, size_t n, side *out)
+{
+    cdc__buf s = {0}, sk = {0};
+    int rc = 0;
+    cdc__buf_puts(&s, "SELECT ");
+    cdc__buf_put(&s, x->collist.p, x->collist.len);
+    cdc__buf_puts(&s, " FROM ");
+    cdc__buf_puts(&s, x->tsql.p);
+    cdc__buf_puts(&s, " WHERE ");
+    if (x->nkey > 1) cdc__buf_puts(&s, "ROW(");
+    cdc__buf_put(&s, x->orderby.p, x->orderby.len);
+    cdc__buf_puts(&s, x->nkey > 1 ? ") IN (" : " IN (");
+    for (size_t i = 0; i < n; i++) {
+        cdc__keypart *p;
+        size_t np;
+        if (cdc__key_parts(cs[i]->key.p, cs[i]->key.len, &p, &np) || np != x->nkey) {
+            cdc__keyparts_free(p, np);
+            rc = cdc__err(x->err, CDC_ECORRUPT, "table %s: a key does not decode", x->table);
+            goto done;
+        }
+        if (i) cdc__buf_puts(&s, ", ");
+        if (x->nkey > 1) cdc__buf_puts(&s, "ROW(");
+        for (size_t k = 0; k < np; k++) {
+            if (k) cdc__buf_puts(&s, ", ");
+            cdc__sql_keylit(&s, &x->keys[k], &p[k]);
+        }
+        if (x->nkey > 1) cdc__buf_puts(&s, ")");
+        cdc__keyparts_free(p, np);
+    }
+    cdc__buf_puts(&s, ")");
+    cdc__buf_putc(&s, 0);
+    PGresult *r = q(x, s.p, "rechecking rows");
+    if (!r) {
+        rc = CDC_ESOURCE;
+        goto done;
+    }
+    const char **v = calloc(x->ncmp + 1, sizeof *v);
+    size_t *l = calloc(x->ncmp + 1, sizeof *l);
+    for (size_t i = 0; i < n; i++) side_free(&out[i], x->ncmp);
+    for (int i = 0; i < PQntuples(r); i++) {
+        if (source_key(x, r, i, &sk)) continue;
+        for (size_t j = 0; j < n; j++) {
+            if (keycmp(sk.p, sk.len, cs[j]->key.p, cs[j]->key.len)) continue;
+            source_values(x, r, i, v, l);
+            side_set(&out[j], x->ncmp, v, l, 0);
+            break;
+        }
+    }
+    free(v);
+    free(l);
+    PQclear(r);
+done:
+    cdc__buf_free(&s);
+    cdc__buf_free(&sk);
+    return rc;
+}
+
+static void report(ctx *x, const cand *c, int unsettled)
+{
+    cdc__buf kj = {0};
+    cdc__key_to_json(c->key.p, c->key.len, (const char *const *)x->keynames, x->nkey, &kj);
+    cdc__buf_putc(&kj, 0);
+    cdc_diff_t d = {0};
+    d.kind = !c->rep.present ? CDC_DIFF_MISSING : !c->src.present ? CDC_DIFF_EXTRA : CDC_DIFF_DIFFERENT;
+    d.key_json = kj.p;
+    d.ncols = x->ncmp;
+    d.names = (const char *const *)x->names;
+    if (c->rep.present) {
+        d.replica = (const char *const *)c->rep.v;
+        d.replica_lens = c->rep.l;
+        d.replica_lsn = c->rep.lsn;
+    }
+    if (c->src.present) {
+        d.source = (const char *const *)c->src.v;
+        d.source_lens = c->src.l;
+    }
+    d.unsettled = unsettled;
+    if (d.kind == CDC_DIFF_MISSING) x->res->missing++;
+    else if (d.kind == CDC_DIFF_EXTRA) x->res->extra++;
+    else x->res->different++;
+    if (x->o->on_diff) x->o->on_diff(x->o->opaque, &d);
+    cdc__buf_free(&kj);
+}
+
+static int recheck(ctx *x)
+{
+    int rounds = x->o->rechecks > 0 ? x->o->rechecks : DEFAULT_RECHECKS;
+    long wait = x->o->recheck_ms > 0 ? x->o->recheck_ms : DEFAULT_RECHECK_MS;
+    size_t live = x->nc;
+    cand **cs = calloc(x->nc + 1, sizeof *cs);
+    for (size_t i = 0; i < x->nc; i++) cs[i] = &x->c[i];
+    side *rep = calloc(x->nc + 1, sizeof *rep), *src = calloc(x->nc + 1, sizeof *src);
+    cdc__buf kj = {0};
+    int rc = 0;
+    for (int round = 1; round <= rounds && live && !rc; round++, wait *= 2) {
+        logf_(x, CDC_LOG_INFO, "recheck %d of %d: %zu suspected differences, after %ld ms", round, rounds, live,
+              wait);
+        struct timespec ts = {wait / 1000, (wait % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        if ((rc = reopen_store(x))) break;
+        for (size_t i = 0; i < live && !rc; i++) rc = read_replica(x, &cs[i]->key, &rep[i], &kj);
+        for (size_t i = 0; i < live && !rc; i += 1000)
+            rc = read_source(x, cs + i, live - i < 1000 ? live - i : 1000, src + i);
+        if (rc) break;
+        size_t keep = 0;
+        for (size_t i = 0; i < live; i++) {
+            cand *c = cs[i];
+            if (sides_agree(x, &rep[i], &src[i])) {
+                x->res->transient++;
+            } else if (side_same(x, &rep[i], &c->rep) && side_same(x, &src[i], &c->src)) {
+                report(x, c, 0);
+            } else {
+                /* Moved: remember this read and look again. */
+                side_free(&c->rep, x->ncmp);
+                side_free(&c->src, x->ncmp);
+                c->rep = rep[i];
+                c->src = src[i];
+                memset(&rep[i], 0, sizeof rep[i]);
+                memset(&src[i], 0, sizeof src[i]);
+                cs[keep++] = c;
+                continue;
+            }
+            side_free(&rep[i], x->ncmp);
+            side_free(&src[i], x->ncmp);
+        }
+        live = keep;
+    }
+    if (!rc)
+        for (size_t i = 0; i < live; i++) report(x, cs[i], 1);
+    for (size_t i = 0; i < x->nc; i++) {
+        side_free(&rep[i], x->ncmp);
+        side_free(&src[i], x->ncmp);
+    }
+    free(rep);
+    free(src);
+    free(cs);
+    cdc__buf_free(&kj);
+    return rc;
+}
+
+/* ---- Entry ---- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int cdc_reconcile(const char *dir, const char *table, const char *conninfo, const cdc_reconcile_options_t *opts,
+                  cdc_reconcile_result_t *res, cdc_error_t *err)
+{
+    cdc_reconcile_options_t defo = {0};
+    cdc_reconcile_result_t defr;
+    if (!opts) opts = &defo;
+    if (!res) res = &defr;
+    memset(res, 0, sizeof *res);
+    if (!dir || !table || !conninfo) return cdc__err(err, CDC_EINVAL, "cdc_reconcile: bad arguments");
+    double t0 = now_s();
+    ctx x = {0};
+    x.dir = dir;
+    x.table = table;
+    x.o = opts;
+    x.res = res;
+    x.err = err;
+    x.threshold = opts->threshold ? opts->threshold : DEFAULT_THRESHOLD;
+    x.factor = opts->factor > 1 ? opts->factor : DEFAULT_FACTOR;
+    x.oo.read_only = 1;
+    x.oo.log = opts->log;
+    x.oo.log_opaque = opts->log_opaque;
+    int rc = cdc_store_open(dir, &x.oo, &x.st, err);
+    if (rc) goto done;
+    if ((rc = connect_source(&x, conninfo))) goto done;
+    if ((rc = describe_tables(&x))) goto done;
+    PGresult *r = q(&x, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "starting the snapshot");
+    if (!r) {
+        rc = CDC_ESOURCE;
+        goto done;
+    }
+    PQclear(r);
+    r = q(&x, "SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END::text",
+          "reading the WAL position");
+    if (!r) {
+        rc = CDC_ESOURCE;
+        goto done;
+    }
+    res->start_lsn = parse_lsn(PQgetvalue(r, 0, 0));
+    logf_(&x, CDC_LOG_INFO, "comparing %s with source %s table %s as of LSN %s", table, x.who, x.tsql.p,
+          PQgetvalue(r, 0, 0));
+    PQclear(r);
+    if ((rc = first_level(&x))) goto done;
+    r = q(&x, "COMMIT", "ending the snapshot");
+    if (!r) {
+        rc = CDC_ESOURCE;
+        goto done;
+    }
+    PQclear(r);
+    if (x.nc) rc = recheck(&x);
+done:
+    res->seconds = now_s() - t0;
+    for (size_t i = 0; i < x.nc; i++) {
+        cdc__buf_free(&x.c[i].key);
+        side_free(&x.c[i].rep, x.ncmp);
+        side_free(&x.c[i].src, x.ncmp);
+    }
+    free(x.c);
+    for (size_t i = 0; i < x.ncmp; i++) {
+        free(x.names[i]);
+        free((char *)x.scols[i].type);
+    }
+    free(x.names);
+    free(x.scols);
+    free(x.rcols);
+    for (size_t k = 0; x.keynames && k < x.nkey; k++) free(x.keynames[k]);
+    free(x.keynames);
+    free(x.keys);
+    free(x.keyidx);
+    cdc__buf_free(&x.tsql);
+    cdc__buf_free(&x.rowhash);
+    cdc__buf_free(&x.collist);
+    cdc__buf_free(&x.orderby);
+    if (x.pg) PQfinish(x.pg);
+    free(x.who);
+    free(x.password);
+    cdc_store_close(x.st);
+    return rc;
+}
