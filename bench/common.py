@@ -88,6 +88,11 @@ def count_lines(path):
 
 def result(path, **fields):
     """Append one result record (peer, batch, events, seconds, ...) to the results file."""
+    try:
+        with open("/proc/loadavg") as f:
+            fields.setdefault("loadavg_1m", float(f.read().split()[0]))
+    except (OSError, ValueError, IndexError):
+        pass
     if fields.get("seconds") and fields.get("events"):
         fields.setdefault("events_per_s", fields["events"] / fields["seconds"])
     line = json.dumps(fields, sort_keys=True)

@@ -81,34 +81,47 @@ def cmd_cdcstore(a):
     return 0 if verified == "ok" else 1
 
 
+def best_of(n, run):
+    """Run a limit program n times; keep the fastest run (limits are bounds, not averages)."""
+    best = None
+    for _ in range(max(n, 1)):
+        rc, out, err, wall, rss = run()
+        if rc != 0:
+            return rc, out, err, None, rss
+        r = json.loads(out)
+        if best is None or r["seconds"] < best[0]["seconds"]:
+            best = (r, rss)
+    return 0, "", "", best[0], best[1]
+
+
 def cmd_decode(a):
-    rc, out, err, wall, rss = timed([a.bin, a.events, str(a.threads)])
+    rc, out, err, r, rss = best_of(a.repeat, lambda: timed([a.bin, a.events, str(a.threads)]))
     if rc != 0:
         result(a.results, peer=f"decode-only-{a.threads}t", batch=0, status="failed",
                verified="n/a", note=f"exit {rc}: {(out + err)[-300:]}")
         return 1
-    r = json.loads(out)
     result(a.results, peer=f"decode-only-{a.threads}t", batch=0, events=r["events"],
            seconds=r["seconds"], peak_rss_bytes=rss, disk_bytes=0, status="ok",
            verified="n/a (limit: nothing stored)",
            note=f"cJSON parse of record and envelope, {a.threads} thread(s); file read "
-                f"into memory first (not timed)")
+                f"into memory first (not timed); best of {a.repeat}")
     return 0
 
 
 def cmd_rocksdb(a):
-    shutil.rmtree(a.db, ignore_errors=True)
-    rc, out, err, wall, rss = timed([a.bin, a.events, a.db, str(a.write_batch)])
+    def once():
+        shutil.rmtree(a.db, ignore_errors=True)
+        return timed([a.bin, a.events, a.db, str(a.write_batch)])
+    rc, out, err, r, rss = best_of(a.repeat, once)
     if rc != 0:
         result(a.results, peer="rocksdb-raw", batch=0, status="failed", verified="n/a",
                note=f"exit {rc}: {(out + err)[-300:]}")
         return 1
-    r = json.loads(out)
     result(a.results, peer="rocksdb-raw", batch=0, events=r["events"], seconds=r["seconds"],
            peak_rss_bytes=rss, disk_bytes=dir_bytes(a.db), status="ok",
            verified="n/a (limit: blind writes)",
            note=f"blind Put/Delete of the same keys, WriteBatch of {a.write_batch}, default "
-                f"options; keys located before the clock starts")
+                f"options; keys located before the clock starts; best of {a.repeat}")
     shutil.rmtree(a.db, ignore_errors=True)
     return 0
 
@@ -125,6 +138,8 @@ def main():
     r = sub.add_parser("rocksdb")
     r.add_argument("--db", required=True)
     r.add_argument("--write-batch", type=int, default=1000)
+    for s in (d, r):
+        s.add_argument("--repeat", type=int, default=3, help="runs; the fastest is kept")
     for s in (c, d, r):
         s.add_argument("--bin", required=True)
         s.add_argument("--events", required=True)

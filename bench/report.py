@@ -63,6 +63,14 @@ def distro():
     return platform.system()
 
 
+def load_line(rows):
+    loads = [r["loadavg_1m"] for r in rows if "loadavg_1m" in r]
+    if not loads:
+        return ""
+    return (f"- 1-minute load average at the end of each measurement: {min(loads):.1f} to "
+            f"{max(loads):.1f} (above 2 means other work shared the 2 cores during this run)")
+
+
 def fmt_int(x):
     return "–" if x is None else f"{x:,.0f}"
 
@@ -261,6 +269,7 @@ def main():
         "",
         f"- CPU: {m['cpu']}, `nproc` = {m['nproc']}; memory {m['mem']}",
         f"- OS: {m['os']}, kernel {m['kernel']}",
+        load_line(rows),
         "",
         "## Workload",
         "",
