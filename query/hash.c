@@ -186,32 +186,124 @@ void cdc__md5_final(cdc__md5 *m, unsigned char out[16])
 
 /* ---- Row hashes ---- */
 
-uint64_t cdc__row_hash(const char *const *values, const size_t *lens, const size_t *cols,
-                       size_t ncols)
+/* ---- PostgreSQL's hash_bytes_extended (lookup3, Bob Jenkins, public domain) ----
+ *
+ * hashtextextended(text, 0) in PostgreSQL is this function over the text's
+ * bytes (deterministic collations).  It is what hash partitioning stores on
+ * disk, so it does not change between releases.  The byte order is
+ * little-endian, as on the servers PostgreSQL runs on in practice (x86-64,
+ * arm64); a big-endian server computes other values. */
+
+#define ROT32(x, k) (((x) << (k)) | ((x) >> (32 - (k))))
+#define L3_MIX(a, b, c)                                                                            \
+    do {                                                                                       \
+        a -= c; a ^= ROT32(c, 4); c += b;                                                      \
+        b -= a; b ^= ROT32(a, 6); a += c;                                                      \
+        c -= b; c ^= ROT32(b, 8); b += a;                                                      \
+        a -= c; a ^= ROT32(c, 16); c += b;                                                     \
+        b -= a; b ^= ROT32(a, 19); a += c;                                                     \
+        c -= b; c ^= ROT32(b, 4); b += a;                                                      \
+    } while (0)
+#define L3_FINAL(a, b, c)                                                                          \
+    do {                                                                                       \
+        c ^= b; c -= ROT32(b, 14);                                                             \
+        a ^= c; a -= ROT32(c, 11);                                                             \
+        b ^= a; b -= ROT32(a, 25);                                                             \
+        c ^= b; c -= ROT32(b, 16);                                                             \
+        a ^= c; a -= ROT32(c, 4);                                                              \
+        b ^= a; b -= ROT32(a, 14);                                                             \
+        c ^= b; c -= ROT32(b, 24);                                                             \
+    } while (0)
+
+uint64_t cdc__lookup3(const void *data, size_t n)
 {
-    cdc__md5 m;
-    char num[24];
-    cdc__md5_init(&m);
+    const unsigned char *k = data;
+    uint32_t len = (uint32_t)n, a, b, c;
+    a = b = c = 0x9e3779b9 + len + 3923095;
+    while (len >= 12) {
+        a += k[0] + ((uint32_t)k[1] << 8) + ((uint32_t)k[2] << 16) + ((uint32_t)k[3] << 24);
+        b += k[4] + ((uint32_t)k[5] << 8) + ((uint32_t)k[6] << 16) + ((uint32_t)k[7] << 24);
+        c += k[8] + ((uint32_t)k[9] << 8) + ((uint32_t)k[10] << 16) + ((uint32_t)k[11] << 24);
+        L3_MIX(a, b, c);
+        k += 12;
+        len -= 12;
+    }
+    switch (len) { /* the lowest byte of c is left to the length */
+    case 11: c += (uint32_t)k[10] << 24; /* fall through */
+    case 10: c += (uint32_t)k[9] << 16; /* fall through */
+    case 9: c += (uint32_t)k[8] << 8; /* fall through */
+    case 8: b += (uint32_t)k[7] << 24; /* fall through */
+    case 7: b += (uint32_t)k[6] << 16; /* fall through */
+    case 6: b += (uint32_t)k[5] << 8; /* fall through */
+    case 5: b += k[4]; /* fall through */
+    case 4: a += (uint32_t)k[3] << 24; /* fall through */
+    case 3: a += (uint32_t)k[2] << 16; /* fall through */
+    case 2: a += (uint32_t)k[1] << 8; /* fall through */
+    case 1: a += k[0];
+    }
+    L3_FINAL(a, b, c);
+    return (uint64_t)b << 32 | c;
+}
+
+/* ---- Row hashes ---- */
+
+/* Writes the decimal n at p; returns its length.  (snprintf costs more than
+ * hashing a short row.) */
+static size_t put_dec(char *p, size_t n)
+{
+    char d[24];
+    size_t k = 0, len = 0;
+    do {
+        d[k++] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n);
+    while (k) p[len++] = d[--k];
+    return len;
+}
+
+void cdc__row_encode(const char *const *values, const size_t *lens, const size_t *cols, size_t ncols,
+                     cdc__buf *out)
+{
+    cdc__buf_reset(out);
+    cdc__buf_reserve(out, ncols * 21 + 1);
     for (size_t i = 0; i < ncols; i++) {
         size_t c = cols ? cols[i] : i;
+        if (i) out->p[out->len++] = ',';
         if (!values[c]) {
-            cdc__md5_update(&m, "N", 1);
-            continue;
+            out->p[out->len++] = '-';
+            out->p[out->len++] = '1';
+        } else {
+            out->len += put_dec(out->p + out->len, lens[c]);
         }
-        int k = snprintf(num, sizeof num, "V%zu:", lens[c]);
-        cdc__md5_update(&m, num, (size_t)k);
-        cdc__md5_update(&m, values[c], lens[c]);
     }
+    out->p[out->len++] = ';';
+    for (size_t i = 0; i < ncols; i++) {
+        size_t c = cols ? cols[i] : i;
+        if (values[c]) cdc__buf_put(out, values[c], lens[c]);
+    }
+}
+
+uint64_t cdc__row_hash(const char *const *values, const size_t *lens, const size_t *cols, size_t ncols,
+                       int algorithm, cdc__buf *scratch)
+{
+    cdc__row_encode(values, lens, cols, ncols, scratch);
+    if (algorithm == CDC_HASH_LOOKUP3) return cdc__lookup3(scratch->p, scratch->len);
+    cdc__md5 m;
     unsigned char d[16];
+    cdc__md5_init(&m);
+    cdc__md5_update(&m, scratch->p, scratch->len);
     cdc__md5_final(&m, d);
     uint64_t h = 0;
     for (int i = 0; i < 8; i++) h = h << 8 | d[i];
     return h;
 }
 
-uint64_t cdc_row_hash(const cdc_row_t *row)
+uint64_t cdc_row_hash(const cdc_row_t *row, int algorithm)
 {
-    return cdc__row_hash(row->values, row->lens, NULL, row->ncols);
+    cdc__buf b = {0};
+    uint64_t h = cdc__row_hash(row->values, row->lens, NULL, row->ncols, algorithm, &b);
+    cdc__buf_free(&b);
+    return h;
 }
 
 /* ---- Keys ---- */
@@ -314,12 +406,14 @@ int cdc__scan_run(cdc_store_t *st, cdc__scan *s, cdc_error_t *err)
     cdc_iter_t *it;
     if ((rc = cdc_iter_open(st, s->table, &io, &it, err))) goto done;
     cdc_row_t row;
+    cdc__buf scratch = {0};
     uint64_t in_range = 0;
     cdc__rh *cur = NULL;
     while ((rc = cdc_iter_next(it, &row, err)) == 1) {
         if (s->rows++ == 0) cdc__buf_put(&s->first_key, row.key, row.key_len);
         if (row.lsn > s->max_lsn) s->max_lsn = row.lsn;
-        uint64_t h = cdc__row_hash(row.values, row.lens, s->cols, s->cols ? s->ncols : row.ncols);
+        uint64_t h = cdc__row_hash(row.values, row.lens, s->cols, s->cols ? s->ncols : row.ncols,
+                                   s->algorithm, &scratch);
         if (s->width > 0) {
             const unsigned char *k = (const unsigned char *)row.key;
             if (row.key_len != 9 || k[0] != CDC__KEY_INT) {
@@ -350,6 +444,7 @@ int cdc__scan_run(cdc_store_t *st, cdc__scan *s, cdc_error_t *err)
         in_range++;
     }
     if (rc == 0 || rc == 1) rc = 0;
+    cdc__buf_free(&scratch);
     cdc_iter_close(it);
     goto done;
 bad_bound:
@@ -383,6 +478,7 @@ int cdc_hash_ranges(cdc_store_t *st, const char *table, const cdc_hash_options_t
     cdc__scan s = {0};
     s.table = table;
     s.width = opts->range_width;
+    s.algorithm = opts->algorithm;
     if (!s.width && opts->ranges > 1) {
         cdc_stats_t stats = {0};
         int rc = cdc_store_stats(st, table, &stats, err);
@@ -524,18 +620,47 @@ void cdc__sql_coltext(cdc__buf *b, const cdc__srccol *c)
     }
 }
 
-void cdc__sql_rowhash(cdc__buf *b, const cdc__srccol *cols, size_t n)
+/* Appends f(e1, e2, ...) over the column expressions from..to, nesting
+ * calls so that no call exceeds PostgreSQL's 100 arguments. */
+static void sql_concat(cdc__buf *b, const cdc__srccol *cols, size_t n, int lengths)
 {
-    cdc__buf_puts(b, "('x' || substr(md5(");
-    for (size_t i = 0; i < n; i++) {
-        if (i) cdc__buf_puts(b, " || ");
-        cdc__buf_puts(b, "coalesce('V' || octet_length(");
-        cdc__sql_coltext(b, &cols[i]);
-        cdc__buf_puts(b, ") || ':' || ");
-        cdc__sql_coltext(b, &cols[i]);
-        cdc__buf_puts(b, ", 'N')");
+    const size_t per = 50;
+    if (n > per) cdc__buf_puts(b, lengths ? "concat_ws(',', " : "concat(");
+    for (size_t g = 0; g < n; g += per) {
+        if (g) cdc__buf_puts(b, ", ");
+        cdc__buf_puts(b, lengths ? "concat_ws(',', " : "concat(");
+        for (size_t i = g; i < n && i < g + per; i++) {
+            if (i > g) cdc__buf_puts(b, ", ");
+            if (lengths) cdc__buf_puts(b, "coalesce(octet_length(");
+            cdc__sql_coltext(b, &cols[i]);
+            if (lengths) cdc__buf_puts(b, "), -1)");
+        }
+        cdc__buf_puts(b, ")");
     }
-    if (!n) cdc__buf_puts(b, "''");
+    if (n > per) cdc__buf_puts(b, ")");
+}
+
+void cdc__sql_rowenc(cdc__buf *b, const cdc__srccol *cols, size_t n)
+{
+    if (!n) {
+        cdc__buf_puts(b, "';'");
+        return;
+    }
+    sql_concat(b, cols, n, 1);
+    cdc__buf_puts(b, " || ';' || ");
+    sql_concat(b, cols, n, 0);
+}
+
+void cdc__sql_rowhash(cdc__buf *b, const cdc__srccol *cols, size_t n, int algorithm)
+{
+    if (algorithm == CDC_HASH_LOOKUP3) {
+        cdc__buf_puts(b, "hashtextextended(");
+        cdc__sql_rowenc(b, cols, n);
+        cdc__buf_puts(b, " COLLATE \"C\", 0)");
+        return;
+    }
+    cdc__buf_puts(b, "('x' || substr(md5(");
+    cdc__sql_rowenc(b, cols, n);
     cdc__buf_puts(b, "), 1, 16))::bit(64)::bigint");
 }
 
@@ -728,7 +853,7 @@ int cdc_hash_sql(cdc_store_t *st, const char *table, const char *source_table,
         goto done;
     }
     cdc__buf_puts(&b, " AS bucket,\n                   ");
-    cdc__sql_rowhash(&b, cols, ncols);
+    cdc__sql_rowhash(&b, cols, ncols, opts->algorithm);
     cdc__buf_puts(&b, " AS h\n            FROM ");
     cdc__sql_table(&b, source_table ? source_table : table);
     cdc__buf_puts(&b, ") r\n      GROUP BY bucket) g\nORDER BY range;\n");

@@ -50,11 +50,16 @@ void cdc__md5_final(cdc__md5 *m, unsigned char out[16]);
 
 /* ---- Row hashes (hash.c) ---- */
 
-/* The hash of one row: the first 64 bits (big-endian) of md5 of the row's
- * encoding, over the columns cols[0..ncols) of row (all of the row's columns
- * when cols is NULL).  See hash.c for the encoding. */
-uint64_t cdc__row_hash(const char *const *values, const size_t *lens, const size_t *cols,
-                       size_t ncols);
+/* The row encoding of values[cols[0..ncols)] (all of them when cols is
+ * NULL) into out (reset first).  See hash.c. */
+void cdc__row_encode(const char *const *values, const size_t *lens, const size_t *cols, size_t ncols,
+                     cdc__buf *out);
+/* The hash of one row's encoding with algorithm (CDC_HASH_*); scratch is a
+ * buffer the caller keeps between calls. */
+uint64_t cdc__row_hash(const char *const *values, const size_t *lens, const size_t *cols, size_t ncols,
+                       int algorithm, cdc__buf *scratch);
+/* PostgreSQL's hash_bytes_extended(k, n, 0), i.e. hashtextextended(t, 0). */
+uint64_t cdc__lookup3(const void *data, size_t n);
 
 /* ---- Keys (hash.c) ---- */
 
@@ -89,6 +94,7 @@ typedef struct cdc__scan {
     const cdc__buf *lo, *hi;  /* encoded bounds; NULL or empty: open */
     int64_t width;            /* > 0: width buckets over a single integer key */
     uint64_t stride;          /* width == 0: a new range every stride rows (0: one range) */
+    int algorithm;            /* CDC_HASH_* */
     const size_t *cols;       /* columns hashed (NULL: all) */
     size_t ncols;
     /* Outputs. */
@@ -133,8 +139,10 @@ void cdc__sql_literal(cdc__buf *b, const char *s, size_t n);
 void cdc__sql_table(cdc__buf *b, const char *table);
 /* Appends the expression giving column c in the replica's text form. */
 void cdc__sql_coltext(cdc__buf *b, const cdc__srccol *c);
-/* Appends the per-row hash expression (a bigint) over cols. */
-void cdc__sql_rowhash(cdc__buf *b, const cdc__srccol *cols, size_t n);
+/* Appends the row encoding expression (text) / the per-row hash
+ * expression (a bigint) over cols. */
+void cdc__sql_rowenc(cdc__buf *b, const cdc__srccol *cols, size_t n);
+void cdc__sql_rowhash(cdc__buf *b, const cdc__srccol *cols, size_t n, int algorithm);
 
 /* Key columns as seen by SQL: name, and how the replica orders it. */
 typedef struct cdc__srckey {

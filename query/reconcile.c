@@ -231,7 +231,12 @@ static int connect_source(ctx *x, const char *conninfo)
     static const char *setup =
         "SET DateStyle = 'ISO, MDY'; SET TimeZone = 'UTC'; SET extra_float_digits = 1; "
         "SET bytea_output = 'hex'; SET client_encoding = 'UTF8'; SET standard_conforming_strings = on; "
-        "SET application_name = 'cdcstore reconcile'";
+        "SET application_name = 'cdcstore reconcile'; "
+        /* Hash queries are one pass of cheap expressions: parallel workers
+         * pay off even for small tables, JIT compilation does not (it took
+         * longer than the query in tests), and the ranged queries sort
+         * (range, row) pairs, better in memory. */
+        "SET jit = off; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET work_mem = '64MB'";
     PGresult *r = q(x, setup, "session settings");
     if (!r) return CDC_ESOURCE;
     PQclear(r);
@@ -338,7 +343,7 @@ static int describe_tables(ctx *x)
         }
     }
     /* SQL pieces used by every query. */
-    cdc__sql_rowhash(&x->rowhash, x->scols, x->ncmp);
+    cdc__sql_rowhash(&x->rowhash, x->scols, x->ncmp, x->o->algorithm);
     for (size_t i = 0; i < x->ncmp; i++) {
         if (i) cdc__buf_puts(&x->collist, ", ");
         cdc__sql_coltext(&x->collist, &x->scols[i]);
@@ -690,6 +695,7 @@ static int drill(ctx *x, const krange *kr, int depth)
     s.hi = &kr->hi;
     s.stride = (kr->rep_rows + x->factor - 1) / x->factor;
     s.cols = x->rcols;
+    s.algorithm = x->o->algorithm;
     s.ncols = x->ncmp;
     int rc = cdc__scan_run(x->st, &s, x->err);
     srch *h = NULL;
@@ -714,7 +720,27 @@ done:
     return rc;
 }
 
-/* The first level over the whole table. */
+/* Sends the whole-table count and hash query (no grouping, so PostgreSQL
+ * aggregates in parallel workers). */
+static int send_total(ctx *x)
+{
+    cdc__buf s = {0};
+    cdc__buf_puts(&s, "SELECT 0, count(*), sum(");
+    cdc__buf_put(&s, x->rowhash.p, x->rowhash.len);
+    cdc__buf_puts(&s, ")::text FROM ");
+    cdc__buf_puts(&s, x->tsql.p);
+    cdc__buf_putc(&s, 0);
+    int rc = PQsendQuery(x->pg, s.p) ? 0 : src_fail(x, "sending the hash query", NULL);
+    cdc__buf_free(&s);
+    return rc;
+}
+
+/* The first level over the whole table.  By default: the whole table's
+ * count and hash at the source while the replica is scanned, its ranges cut
+ * at quantiles on the way; equal totals end the comparison after one pass on
+ * each side (the usual case).  Otherwise the source computes the same
+ * quantile ranges and the differing ones are gone into.  With range_width:
+ * width ranges on both sides at once.  With ranges: quantile ranges. */
 static int first_level(ctx *x)
 {
     cdc_stats_t stats = {0};
@@ -725,64 +751,55 @@ static int first_level(ctx *x)
     if (width > 0 && !single_int)
         return cdc__err(x->err, CDC_EINVAL, "table %s: width ranges need a single integer key", x->table);
     uint64_t est = stats.rows_live;
-    /* Source size and key span (min and max come from the index). */
-    cdc__buf s = {0};
-    cdc__buf_puts(&s, "SELECT ");
-    if (single_int) {
-        cdc__buf_puts(&s, "(SELECT min(");
-        cdc__sql_ident(&s, x->keys[0].name);
-        cdc__buf_puts(&s, ")::text FROM ");
-        cdc__buf_puts(&s, x->tsql.p);
-        cdc__buf_puts(&s, "), (SELECT max(");
-        cdc__sql_ident(&s, x->keys[0].name);
-        cdc__buf_puts(&s, ")::text FROM ");
-        cdc__buf_puts(&s, x->tsql.p);
-        cdc__buf_puts(&s, ")");
-    } else {
-        cdc__buf_puts(&s, "NULL, NULL");
-    }
-    cdc__buf_puts(&s, ", (SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = ");
-    cdc__sql_literal(&s, x->tsql.p, x->tsql.len);
-    cdc__buf_puts(&s, "::regclass)");
-    cdc__buf_putc(&s, 0);
-    PGresult *r = q(x, s.p, "reading the key span");
-    cdc__buf_free(&s);
-    if (!r) return CDC_ESOURCE;
-    uint64_t src_est = strtoull(PQgetvalue(r, 0, 2), NULL, 10);
-    if (src_est > est) est = src_est;
     size_t target = x->o->ranges ? x->o->ranges : (size_t)(est / ROWS_PER_RANGE);
     if (target < 1) target = 1;
-    if (target > 65536 && !x->o->ranges) target = 65536;
-    if (width <= 0 && single_int && !PQgetisnull(r, 0, 0)) {
-        __int128 mn = strtoll(PQgetvalue(r, 0, 0), NULL, 10), mx = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
-        __int128 w = (mx - mn + 1 + (__int128)target - 1) / (__int128)target;
-        width = w > INT64_MAX ? INT64_MAX : w < 1 ? 1 : (int64_t)w;
-    }
-    PQclear(r);
+    if (target > 4096 && !x->o->ranges) target = 4096;
 
     cdc__scan sc = {0};
     sc.table = x->table;
     sc.cols = x->rcols;
     sc.ncols = x->ncmp;
+    sc.algorithm = x->o->algorithm;
     srch *h = NULL;
     size_t n = 0;
     cdc__buf *bounds = NULL;
     if (width > 0) {
-        /* The source works on its query while the replica is scanned. */
         sc.width = width;
-        logf_(x, CDC_LOG_INFO, "first level: width ranges of %lld keys over about %llu rows", (long long)width,
-              (unsigned long long)est);
+        logf_(x, CDC_LOG_INFO, "first level: width ranges of %lld keys", (long long)width);
         if ((rc = send_hashes(x, NULL, NULL, width, NULL, 0))) goto done;
-        int src_rc = 0;
         rc = cdc__scan_run(x->st, &sc, x->err);
-        src_rc = recv_hashes(x, &h, &n);
+        int src_rc = recv_hashes(x, &h, &n);
         if (rc || (rc = src_rc)) goto done;
     } else {
         sc.stride = (stats.rows_live + target - 1) / target;
         if (!sc.stride) sc.stride = 1;
-        logf_(x, CDC_LOG_INFO, "first level: %zu quantile ranges of the replica's %llu rows", target,
-              (unsigned long long)stats.rows_live);
-        if ((rc = cdc__scan_run(x->st, &sc, x->err))) goto done;
+        if (!x->o->ranges) {
+            /* Totals first, computed on both sides at the same time. */
+            logf_(x, CDC_LOG_INFO, "whole table first; then %zu ranges of the replica's %llu rows if it differs",
+                  target, (unsigned long long)stats.rows_live);
+            if ((rc = send_total(x))) goto done;
+            rc = cdc__scan_run(x->st, &sc, x->err);
+            int src_rc = recv_hashes(x, &h, &n);
+            if (rc || (rc = src_rc)) goto done;
+            uint64_t rr = 0, rh = 0;
+            for (size_t i = 0; i < sc.n; i++) {
+                rr += sc.r[i].rows;
+                rh += sc.r[i].hash;
+            }
+            x->res->replica_rows = sc.rows;
+            x->res->source_rows = n ? h[0].rows : 0;
+            x->res->ranges_compared++;
+            if (rr == (n ? h[0].rows : 0) && rh == (n ? h[0].hash : 0)) goto done;
+            logf_(x, CDC_LOG_INFO, "the whole table differs: replica %llu rows, source %llu rows",
+                  (unsigned long long)rr, (unsigned long long)(n ? h[0].rows : 0));
+            free(h);
+            h = NULL;
+            n = 0;
+        } else {
+            logf_(x, CDC_LOG_INFO, "first level: %zu ranges of the replica's %llu rows", target,
+                  (unsigned long long)stats.rows_live);
+            if ((rc = cdc__scan_run(x->st, &sc, x->err))) goto done;
+        }
         bounds = calloc(sc.n + 1, sizeof *bounds);
         for (size_t i = 1; i < sc.n; i++) bounds[i - 1] = sc.r[i].lower; /* borrowed */
         if ((rc = send_hashes(x, NULL, NULL, 0, bounds, sc.n ? sc.n - 1 : 0))) goto done;
@@ -793,6 +810,7 @@ static int first_level(ctx *x)
         }
     }
     x->res->replica_rows = sc.rows;
+    x->res->source_rows = 0;
     for (size_t j = 0; j < n; j++) x->res->source_rows += h[j].rows;
     rc = compare_level(x, &sc, h, n, NULL, NULL, 1);
 done:
