@@ -4,7 +4,6 @@
  * print.  Exit status: 0 success, 1 error, 2 usage error, 3 the run finished
  * but wrote dead letters, 4 the run stopped at a bad record (--on-error stop).
  */
-#define _GNU_SOURCE
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>

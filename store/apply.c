@@ -643,6 +643,7 @@ int cdc_store_apply(cdc_store_t *st, const cdc_record_t *recs, size_t n,
         fold_grow(&f, t->ncols);
         for (size_t c = 0; c < f.ncols; c++) f.cols[c].set = 0;
         int stored_state = 0; /* 0 none, 1 live, 2 deleted */
+        int floor_slot = -1;  /* the counter a floor of this batch moved for this key */
         cdc__version stored_ver = {0, 0, 0};
         if (vals[g]) {
             cdc__value sv;
@@ -651,7 +652,22 @@ int cdc_store_apply(cdc_store_t *st, const cdc_record_t *recs, size_t n,
                 rc = cdc__err(err, CDC_ECORRUPT, "table %s: stored value of a key does not decode", t->name);
                 break;
             }
+            int raw_live = !(sv.flags & CDC__F_DELETED);
+            cdc__version raw_ver = sv.ver;
             cdc__apply_floor(t, &sv);
+            if (raw_live && (sv.flags & CDC__F_DELETED)) {
+                /* A floor raised by this batch deletes the stored row: count
+                 * it here, as the scan above skipped keys of the batch; undone
+                 * below when an event of the batch brings the row back above
+                 * the floor (a row the new snapshot contains). */
+                for (size_t k = 0; k < nfloored; k++)
+                    if (floored[k] == t && cdc__version_cmp(&raw_ver, &old_floor[k]) >= 0) {
+                        floor_slot = t->floor.kind == CDC__KIND_GAP ? CDC__ST_GAP_DELETES : CDC__ST_DELETES;
+                        stat_add(t, floor_slot, 1);
+                        stat_add(t, CDC__ST_LIVE, -1);
+                        stat_add(t, CDC__ST_DELETED, 1);
+                    }
+            }
             f.exists = 1;
             f.flags = sv.flags;
             f.ver = sv.ver;
@@ -691,11 +707,21 @@ int cdc_store_apply(cdc_store_t *st, const cdc_record_t *recs, size_t n,
             }
             continue;
         }
-        /* Fold every event newer than the state, in version order. */
+        /* Fold every event newer than the state, in version order.  A
+         * change followed by a delete in the same batch is skipped: the
+         * tombstone keeps the columns of the row as the replica held it,
+         * whatever the batch boundaries were. */
         uint64_t kept = 0, unresolved = 0;
+        size_t last_delete = m;
+        for (size_t j = m; j > 0; j--)
+            if (rs[order[j - 1]].ev.op == 'd') {
+                last_delete = j - 1;
+                break;
+            }
         for (size_t j = 0; j < m && rc == 0; j++) {
             rec_state *e = &rs[order[j]];
             if (f.exists && cdc__version_cmp(&e->ver, &f.ver) <= 0) continue;
+            if (last_delete < m && j < last_delete && e->ev.op != 'd') continue;
             int live = f.exists && !(f.flags & CDC__F_DELETED);
             if (e->ev.op == 'd') {
                 if (!live && fold_take_row(&f, t, &e->ev.row, 0, &kept, &unresolved)) rc = CDC_ECORRUPT;
@@ -721,6 +747,7 @@ int cdc_store_apply(cdc_store_t *st, const cdc_record_t *recs, size_t n,
         if (kept) stat_add(t, CDC__ST_PLACEHOLDERS, (int64_t)kept);
         if (unresolved) stat_add(t, CDC__ST_UNRESOLVED, (int64_t)unresolved);
         int new_state = (f.flags & CDC__F_DELETED) ? 2 : 1;
+        if (floor_slot >= 0 && new_state == 1) stat_add(t, floor_slot, -1);
         if (stored_state == 0 && stored_exists) stored_state = 2; /* absent under a floor */
         if (stored_state != new_state) {
             if (stored_state == 1) stat_add(t, CDC__ST_LIVE, -1);
