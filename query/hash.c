@@ -3,19 +3,26 @@
  * the same hashes in PostgreSQL, so that a comparison with the source only
  * moves (range, count, hash) triples over the network.
  *
- * The row encoding.  A row is encoded column by column, in the replica's
- * column order (the source's column order), as
- *     NULL        ->  "N"
- *     value v     ->  "V" <decimal byte length of v> ":" <the bytes of v>
- * where v is the column's PostgreSQL text form (what the replica stores).
- * Each token announces its own length, so the encoding parses back in one
- * way only: ("a|b","c") and ("a","b|c") differ, NULL differs from the empty
- * string ("N" against "V0:"), and a value cannot swallow its neighbour.  The
- * key columns are columns of the row, so the key is part of the encoding.
+ * The row encoding.  Over the columns in the replica's column order (the
+ * source's column order), with v_i the column's PostgreSQL text form (what
+ * the replica stores):
+ *     len(v_1) "," len(v_2) "," ... "," len(v_n) ";" v_1 v_2 ... v_n
+ * where len is the decimal byte length, and "-1" for NULL (whose v is empty).
+ * The header of lengths makes it parse back in one way only: ("a|b","c")
+ * and ("a","b|c") differ, NULL differs from the empty string ("-1" against
+ * "0"), and a value cannot swallow its neighbour.  The key columns are
+ * columns of the row, so the key is part of the encoding.  Lengths first,
+ * rather than before each value, because PostgreSQL builds it with two calls
+ * (concat_ws of the lengths, concat of the values), much cheaper than a chain
+ * of || per column:
+ *     concat_ws(',', coalesce(octet_length(c1::text), -1), ...) || ';' || concat(c1::text, ...)
  *
  * The row hash is the first 64 bits (big-endian) of md5(encoding).  In SQL:
  *     ('x' || substr(md5(<encoding>), 1, 16))::bit(64)::bigint
- * (the bigint is the same 64 bits read as two's complement).
+ * (the bigint is the same 64 bits read as two's complement).  Or, as an
+ * option, PostgreSQL's hashtextextended(<encoding>, 0) (Jenkins' lookup3,
+ * 64 bits), which costs the source a fraction of md5: PostgreSQL 15 spends
+ * about 1 us per md5() call, more than the whole rest of the row.
  *
  * The range hash is the sum of its rows' hashes modulo 2^64, and the range
  * count is its number of rows.  In SQL: sum(h) is numeric (exact), reduced
@@ -23,15 +30,15 @@
  *  - a sum is order-independent, so neither side has to sort, yet it is
  *    still a function of which rows are present, each with its key;
  *  - values swapped between two rows (row 1 gets row 2's amount and the
- *    reverse) change both rows' encodings, because each encoding holds its
- *    own key; the two new md5 values are unrelated to the old ones, so the
- *    sum changes except with probability about 2^-64.  A CRC is linear:
- *    crc(a) ^ crc(b) over rows built by concatenation can be equal for
- *    swapped pieces, and XOR makes any row present twice vanish
- *    (h ^ h = 0), so a duplicated row, or two rows swapped together with
- *    their duplicates, go unseen.  A sum counts a row twice as 2h, and the
- *    count catches it as well;
- *  - sums can be subtracted, so one pass over a range gives the hashes of all
+ *    reverse) change both rows' encodings, each holding its own key, and md5
+ *    is not linear, so the two new hashes are unrelated to the old ones and
+ *    the sum changes except with probability about 2^-64.  CRC32 is affine
+ *    over GF(2): for strings of equal length, crc(x) ^ crc(y) depends only on
+ *    x ^ y.  Swap equal-length values a and b between rows k1|a and k2|b:
+ *    (k1|a) ^ (k2|b) = (k1|b) ^ (k2|a), so XOR of the CRCs stays the same and
+ *    the swap goes unseen.  XOR also cancels pairs: a row present twice
+ *    contributes h ^ h = 0.  A sum counts it as 2h, and the count differs;
+ * *  - sums can be subtracted, so one pass over a range gives the hashes of all
  *    its sub-ranges as differences of prefix sums.
  *
  * Ranges.  Width ranges [k*W, (k+1)*W) for a single integer key (bucket
