@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Test data for tests/query: the same rows as Debezium change records (the
+`kcat -C -J` line format cdcstore apply reads) and as what the source table
+is loaded from, so that the replica and the source start out equal.
+
+  gen.py bulk N OUTDIR       bench-like table public.bench(id bigint pk, status text,
+                             amount numeric(12,2), note text, paid boolean, qty int):
+                             OUTDIR/bench.jsonl (bare envelopes, NUMERIC as strings,
+                             decimal.handling.mode=string) and OUTDIR/bench.csv (COPY csv)
+  gen.py roundtrip OUTDIR    public.rt with awkward values (commas, quotes, newlines,
+                             non-ASCII, NULL and '', NUMERIC, timestamp, timestamptz,
+                             booleans), as schemas.enable=true envelopes (typed
+                             MicroTimestamp / ZonedTimestamp): OUTDIR/rt.jsonl, OUTDIR/rt.sql
+  gen.py update TOPIC TABLE OFFSET LSN JSONROW   one kcat -J line: op u of JSONROW
+"""
+import datetime as dt
+import json
+import sys
+
+
+def kcat_line(topic, offset, key, envelope):
+    return json.dumps({"topic": topic, "partition": 0, "offset": offset,
+                       "key": json.dumps(key, separators=(",", ":")),
+                       "payload": json.dumps(envelope, separators=(",", ":"), ensure_ascii=False)},
+                      separators=(",", ":"), ensure_ascii=False)
+
+
+STATUSES = ["new", "paid", "shipped", "cancelled", "returned"]
+
+
+def bulk_row(i):
+    h = (i * 2654435761) & 0xFFFFFFFF  # a cheap scramble; random.Random(i) is too slow for 10M rows
+    amount = "%d.%02d" % (h % 100000, (h >> 7) % 100)
+    note = None if i % 7 == 0 else ("" if i % 11 == 0 else "note %d" % (h ^ 0x5bd1e995))
+    return (i, STATUSES[i % 5], amount, note, i % 3 == 0, (h >> 3) % 1050 - 50)
+
+
+def bulk(n, outdir):
+    # Written with plain string formatting: json.dumps per line is too slow for
+    # ten million lines, and no value here needs escaping.
+    with open(outdir + "/bench.jsonl", "w") as ev, open(outdir + "/bench.csv", "w") as csv:
+        w_ev, w_csv = ev.write, csv.write
+        for i in range(1, n + 1):
+            _, status, amount, note, paid, qty = bulk_row(i)
+            nj = "null" if note is None else '\\"%s\\"' % note
+            w_ev('{"topic":"b.public.bench","partition":0,"offset":%d,"key":"{\\"id\\":%d}",'
+                 '"payload":"{\\"op\\":\\"c\\",\\"after\\":{\\"id\\":%d,\\"status\\":\\"%s\\",'
+                 '\\"amount\\":\\"%s\\",\\"note\\":%s,\\"paid\\":%s,\\"qty\\":%d},'
+                 '\\"source\\":{\\"lsn\\":%d,\\"ts_ms\\":0}}"}\n'
+                 % (i, i, i, status, amount, nj, "true" if paid else "false", qty, i))
+            nc = "" if note is None else ('""' if note == "" else note)
+            w_csv("%d,%s,%s,%s,%s,%d\n" % (i, status, amount, nc, "t" if paid else "f", qty))
+
+
+RT_FIELDS = [
+    {"type": "int64", "optional": False, "field": "id"},
+    {"type": "int32", "optional": True, "field": "i"},
+    {"type": "string", "optional": True, "field": "t"},
+    {"type": "string", "optional": True, "field": "n"},
+    {"type": "int64", "optional": True, "name": "io.debezium.time.MicroTimestamp", "version": 1, "field": "ts"},
+    {"type": "string", "optional": True, "name": "io.debezium.time.ZonedTimestamp", "version": 1, "field": "tz"},
+    {"type": "boolean", "optional": True, "field": "b"},
+]
+
+TEXTS = ["plain", "with, comma", 'with "quotes"', "line\nbreak", "cr\r\nlf", "tab\there",
+         "back\\slash", "\\.", "é à ü ß", "日本語テキスト", "emoji 🎉", "", None, " lead and trail ",
+         "'single'", ",", '"', "a,\"b\"\nc", "NULL", "\\N"]
+NUMS = ["0.000", "1.500", "-42.125", "123456789.001", None, "0.001", "-0.500"]
+STAMPS = [dt.datetime(2024, 1, 1, 12, 0, 0), dt.datetime(2024, 2, 29, 23, 59, 59, 999999),
+          dt.datetime(1999, 12, 31, 0, 0, 0, 500000), dt.datetime(1970, 1, 1), None,
+          dt.datetime(2038, 1, 19, 3, 14, 8, 120)]
+EPOCH = dt.datetime(1970, 1, 1)
+
+
+def sql_lit(v):
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, dt.datetime):
+        return "'%s'" % v.isoformat(sep=" ")
+    return "'%s'" % v.replace("'", "''")
+
+
+def roundtrip(outdir):
+    rows = []
+    for k in range(1, 201):
+        ts = STAMPS[k % len(STAMPS)]
+        tz = STAMPS[(k + 1) % len(STAMPS)]
+        rows.append({
+            "id": k * 37 - 3000,                       # negative keys too
+            "i": None if k % 13 == 0 else (k * 7919) % 200001 - 100000,
+            "t": TEXTS[k % len(TEXTS)],
+            "n": NUMS[k % len(NUMS)],
+            "ts": ts, "tz": tz,
+            "b": None if k % 5 == 0 else k % 2 == 0,
+        })
+    schema = {"type": "struct", "optional": False, "name": "rt.public.rt.Envelope", "fields": [
+        {"type": "struct", "optional": True, "name": "rt.public.rt.Value", "field": "before", "fields": RT_FIELDS},
+        {"type": "struct", "optional": True, "name": "rt.public.rt.Value", "field": "after", "fields": RT_FIELDS},
+        {"type": "struct", "optional": False, "field": "source", "fields": [
+            {"type": "int64", "optional": True, "field": "lsn"}]},
+        {"type": "string", "optional": False, "field": "op"}]}
+    with open(outdir + "/rt.jsonl", "w") as ev:
+        for off, r in enumerate(rows):
+            after = dict(r)
+            after["ts"] = None if r["ts"] is None else int((r["ts"] - EPOCH).total_seconds()) * 1000000 + r["ts"].microsecond
+            after["tz"] = None if r["tz"] is None else r["tz"].strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            env = {"schema": schema, "payload": {"op": "c", "after": after, "source": {"lsn": 100 + off}}}
+            ev.write(kcat_line("rt.public.rt", off, {"id": r["id"]}, env) + "\n")
+    with open(outdir + "/rt.sql", "w") as sql:
+        sql.write("SET TimeZone = 'UTC';\n")
+        sql.write("CREATE TABLE public.rt (id bigint PRIMARY KEY, i int, t text, n numeric(15,3), "
+                  "ts timestamp, tz timestamptz, b boolean);\n")
+        for r in rows:
+            tz = None if r["tz"] is None else r["tz"].isoformat(sep=" ") + "+00"
+            sql.write("INSERT INTO public.rt VALUES (%s);\n" % ", ".join(
+                [sql_lit(r["id"]), sql_lit(r["i"]), sql_lit(r["t"]), sql_lit(r["n"]),
+                 sql_lit(r["ts"]), "NULL" if tz is None else "'%s'" % tz, sql_lit(r["b"])]))
+
+
+def update(topic, table, offset, lsn, row):
+    after = json.loads(row)
+    env = {"op": "u", "after": after, "source": {"lsn": int(lsn), "ts_ms": 0}}
+    print(kcat_line(topic, int(offset), {"id": after["id"]}, env))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "bulk":
+        bulk(int(sys.argv[2]), sys.argv[3])
+    elif sys.argv[1] == "roundtrip":
+        roundtrip(sys.argv[2])
+    elif sys.argv[1] == "update":
+        update(*sys.argv[2:7])
+    else:
+        sys.exit(__doc__)

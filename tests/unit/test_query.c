@@ -1,0 +1,417 @@
+/*
+ * test_query.c: range hashes without a database: md5 and lookup3 against
+ * their reference values (lookup3's from PostgreSQL's hashtextextended), the
+ * row encoding's unambiguity, order independence of range hashes, values
+ * swapped between rows, range splitting (quantiles and widths, negative
+ * keys), the SQL pieces, and the io_uring file writer against write(2).
+ * Everything against a real PostgreSQL is in tests/query/run.sh.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+
+#include "testutil.h"
+#include "../../query/query.h"
+
+#define T "shop.public.orders"
+
+/* ---- md5 and lookup3 ---- */
+
+static void md5_hex(const char *s, char out[33])
+{
+    cdc__md5 m;
+    unsigned char d[16];
+    cdc__md5_init(&m);
+    /* Fed in uneven pieces, to exercise the block buffering. */
+    size_t n = strlen(s), i = 0, step = 1;
+    while (i < n) {
+        size_t k = n - i < step ? n - i : step;
+        cdc__md5_update(&m, s + i, k);
+        i += k;
+        step = step * 3 + 1;
+    }
+    cdc__md5_final(&m, d);
+    for (int j = 0; j < 16; j++) sprintf(out + 2 * j, "%02x", d[j]);
+}
+
+Test(md5, rfc1321_test_suite)
+{
+    static const char *v[][2] = {
+        {"", "d41d8cd98f00b204e9800998ecf8427e"},
+        {"a", "0cc175b9c0f1b6a831c399e269772661"},
+        {"abc", "900150983cd24fb0d6963f7d28e17f72"},
+        {"message digest", "f96b697d7cb7938d525a2f31aaf161d0"},
+        {"abcdefghijklmnopqrstuvwxyz", "c3fcd3d76192e4007dfb496cca67e13b"},
+        {"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", "d174ab98d277d9f5a5611c2c9f419d9f"},
+        {"12345678901234567890123456789012345678901234567890123456789012345678901234567890",
+         "57edf4a22be3c955ac49da2e2107b67a"},
+    };
+    char hex[33];
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        md5_hex(v[i][0], hex);
+        cr_expect_str_eq(hex, v[i][1], "md5(\"%s\")", v[i][0]);
+    }
+}
+
+Test(lookup3, equals_postgresql_hashtextextended)
+{
+    /* SELECT hashtextextended(s COLLATE "C", 0) on PostgreSQL 15, x86-64. */
+    static const struct { const char *s; long long h; } v[] = {
+        {"", -6939563903564495251LL},
+        {"a", 3591986179850072241LL},
+        {"abc", -6747756470228489321LL},
+        {"abcdefghijkl", -7556637188122330412LL},
+        {"abcdefghijklm", 8871624171452417744LL},
+        {"h\xc3\xa9llo w\xc3\xb6rld, 12345678901234567890", -1329585777763129983LL},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        cr_expect_eq((long long)cdc__lookup3(v[i].s, strlen(v[i].s)), v[i].h, "lookup3(\"%s\")", v[i].s);
+}
+
+/* ---- The row encoding ---- */
+
+static char *encode(size_t n, ...)
+{
+    const char *vals[8];
+    size_t lens[8];
+    va_list ap;
+    va_start(ap, n);
+    for (size_t i = 0; i < n; i++) {
+        vals[i] = va_arg(ap, const char *);
+        lens[i] = vals[i] ? strlen(vals[i]) : 0;
+    }
+    va_end(ap);
+    cdc__buf b = {0};
+    cdc__row_encode(vals, lens, NULL, n, &b);
+    cdc__buf_putc(&b, 0);
+    return b.p;
+}
+
+Test(encoding, documented_form)
+{
+    char *e = encode(4, "1", "a,b", NULL, "");
+    cr_expect_str_eq(e, "1,3,-1,0;1a,b");
+    free(e);
+}
+
+Test(encoding, unambiguous)
+{
+    /* Pairs of rows that a naive join would confuse. */
+    static const char *rows[][2] = {
+        {"a|b", "c"}, {"a", "b|c"}, {"a,b", "c"}, {"a", "b,c"}, {"", NULL}, {NULL, ""},
+        {"", ""}, {NULL, NULL}, {"ab", ""}, {"a", "b"}, {"1", "1;"}, {"1,1", ";"}, {"-1", ""},
+    };
+    size_t n = sizeof rows / sizeof rows[0];
+    char **enc = calloc(n, sizeof *enc);
+    uint64_t *h = calloc(n, sizeof *h), *h3 = calloc(n, sizeof *h3);
+    cdc__buf scratch = {0};
+    for (size_t i = 0; i < n; i++) {
+        enc[i] = encode(2, rows[i][0], rows[i][1]);
+        size_t lens[2] = {rows[i][0] ? strlen(rows[i][0]) : 0, rows[i][1] ? strlen(rows[i][1]) : 0};
+        h[i] = cdc__row_hash(rows[i], lens, NULL, 2, CDC_HASH_MD5, &scratch);
+        h3[i] = cdc__row_hash(rows[i], lens, NULL, 2, CDC_HASH_LOOKUP3, &scratch);
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++) {
+            cr_expect_str_neq(enc[i], enc[j], "rows %zu and %zu encode the same: %s", i, j, enc[i]);
+            cr_expect_neq(h[i], h[j], "rows %zu and %zu hash the same", i, j);
+            cr_expect_neq(h3[i], h3[j], "rows %zu and %zu hash the same (lookup3)", i, j);
+        }
+    for (size_t i = 0; i < n; i++) free(enc[i]);
+    free(enc);
+    free(h);
+    free(h3);
+    cdc__buf_free(&scratch);
+}
+
+Test(encoding, md5_hash_is_first_64_bits_big_endian)
+{
+    const char *vals[] = {"1", "paid"};
+    size_t lens[] = {1, 4};
+    cdc__buf scratch = {0};
+    uint64_t h = cdc__row_hash(vals, lens, NULL, 2, CDC_HASH_MD5, &scratch);
+    char hex[33];
+    md5_hex("1,4;1paid", hex);
+    char want[17];
+    snprintf(want, sizeof want, "%016llx", (unsigned long long)h);
+    cr_expect(strncmp(hex, want, 16) == 0, "%s vs %s", hex, want);
+    cdc__buf_free(&scratch);
+}
+
+/* ---- Stores ---- */
+
+/* Applies rows (id, amount) in the given order, one batch each. */
+static void put_rows(cdc_store_t *st, const long *ids, const char *const *amounts, size_t n, long lsn0)
+{
+    for (size_t i = 0; i < n; i++) {
+        char key[64], after[256];
+        snprintf(key, sizeof key, "{\"order_id\":%ld}", ids[i]);
+        snprintf(after, sizeof after, "{\"order_id\":%ld,\"status\":\"paid\",\"amount\":\"%s\"}", ids[i], amounts[i]);
+        char *env = tu_env("c", NULL, after, (unsigned long long)(lsn0 + (long)i), "false");
+        cdc_record_t r = tu_rec(T, 0, lsn0 + (long)i, key, env);
+        tu_apply(st, &r, 1);
+        free(env);
+    }
+}
+
+static cdc_range_hash_t whole(cdc_store_t *st, int algo)
+{
+    cdc_hash_options_t o = {.algorithm = algo};
+    cdc_range_hash_t *r;
+    size_t n;
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_hash_ranges(st, "public.orders", &o, &r, &n, &e), 0, "%s", e.msg);
+    cr_assert_eq(n, 1);
+    cdc_range_hash_t w = r[0];
+    w.lower_json = w.upper_json = NULL;
+    cdc_range_hashes_free(r, n);
+    return w;
+}
+
+Test(range_hash, order_independent)
+{
+    char *d1 = tu_tmpdir(), *d2 = tu_tmpdir();
+    cdc_store_t *a = tu_open(d1), *b = tu_open(d2);
+    long ids[] = {5, 1, 9, 3, 7};
+    const char *am[] = {"5.00", "1.00", "9.00", "3.00", "7.00"};
+    long rids[] = {7, 3, 9, 1, 5};
+    const char *ram[] = {"7.00", "3.00", "9.00", "1.00", "5.00"};
+    put_rows(a, ids, am, 5, 100);
+    put_rows(b, rids, ram, 5, 500); /* other order, other versions: same rows */
+    for (int algo = 0; algo < 2; algo++) {
+        cdc_range_hash_t x = whole(a, algo), y = whole(b, algo);
+        cr_expect_eq(x.rows, 5);
+        cr_expect_eq(x.rows, y.rows);
+        cr_expect_eq(x.hash, y.hash, "algorithm %d", algo);
+    }
+    /* The range hash is the sum of the row hashes. */
+    cdc_iter_t *it;
+    cdc_row_t row;
+    uint64_t sum = 0;
+    cr_assert_eq(cdc_iter_open(a, "public.orders", NULL, &it, NULL), 0);
+    while (cdc_iter_next(it, &row, NULL) == 1) sum += cdc_row_hash(&row, CDC_HASH_MD5);
+    cdc_iter_close(it);
+    cr_expect_eq(sum, whole(a, CDC_HASH_MD5).hash);
+    cdc_store_close(a);
+    cdc_store_close(b);
+    tu_rmrf(d1);
+    tu_rmrf(d2);
+    free(d1);
+    free(d2);
+}
+
+Test(range_hash, swapped_values_change_the_hash)
+{
+    char *d1 = tu_tmpdir(), *d2 = tu_tmpdir();
+    cdc_store_t *a = tu_open(d1), *b = tu_open(d2);
+    long ids[] = {1, 2, 3};
+    const char *am[] = {"10.00", "20.00", "30.00"};
+    const char *sw[] = {"20.00", "10.00", "30.00"}; /* amounts of 1 and 2 swapped */
+    put_rows(a, ids, am, 3, 100);
+    put_rows(b, ids, sw, 3, 100);
+    for (int algo = 0; algo < 2; algo++) {
+        cdc_range_hash_t x = whole(a, algo), y = whole(b, algo);
+        cr_expect_eq(x.rows, y.rows);
+        cr_expect_neq(x.hash, y.hash, "algorithm %d misses the swap", algo);
+    }
+    cdc_store_close(a);
+    cdc_store_close(b);
+    tu_rmrf(d1);
+    tu_rmrf(d2);
+    free(d1);
+    free(d2);
+}
+
+Test(range_hash, quantile_ranges_split_evenly_and_add_up)
+{
+    char *d = tu_tmpdir();
+    cdc_store_t *st = tu_open(d);
+    enum { N = 1000 };
+    long ids[N];
+    const char *am[N];
+    for (int i = 0; i < N; i++) {
+        ids[i] = (i * 7919) % N * 3 - 1500; /* all of -1500..1497 step 3, shuffled */
+        am[i] = "1.00";
+    }
+    put_rows(st, ids, am, N, 1);
+    cdc_range_hash_t w = whole(st, CDC_HASH_MD5);
+    cr_assert_eq(w.rows, N);
+    cdc_hash_options_t o = {.ranges = 7};
+    cdc_range_hash_t *r;
+    size_t n;
+    cr_assert_eq(cdc_hash_ranges(st, "public.orders", &o, &r, &n, NULL), 0);
+    cr_expect_eq(n, 7);
+    uint64_t rows = 0, hash = 0;
+    for (size_t i = 0; i < n; i++) {
+        rows += r[i].rows;
+        hash += r[i].hash;
+        cr_expect(r[i].rows >= N / 7 - 1 && r[i].rows <= N / 7 + 1, "range %zu has %llu rows", i,
+                  (unsigned long long)r[i].rows);
+        if (i == 0) cr_expect_null(r[i].lower_json);
+        else cr_expect_str_eq(r[i].lower_json, r[i - 1].upper_json, "ranges %zu and %zu are not contiguous", i - 1, i);
+        cr_expect(r[i].index == (int64_t)i);
+    }
+    cr_expect_null(r[n - 1].upper_json);
+    cr_expect_eq(rows, N);
+    cr_expect_eq(hash, w.hash, "range hashes do not add up to the table's");
+    cdc_range_hashes_free(r, n);
+
+    /* Width ranges: floor division, also below zero. */
+    cdc_hash_options_t wo = {.range_width = 100};
+    cr_assert_eq(cdc_hash_ranges(st, "public.orders", &wo, &r, &n, NULL), 0);
+    cr_expect_eq(n, 30); /* -1500..1497 */
+    cr_expect_eq(r[0].index, -15);
+    cr_expect_str_eq(r[0].lower_json, "[-1500]");
+    cr_expect_str_eq(r[0].upper_json, "[-1400]");
+    rows = hash = 0;
+    for (size_t i = 0; i < n; i++) {
+        rows += r[i].rows;
+        hash += r[i].hash;
+        /* Each range holds exactly the keys in [lower, upper). */
+        cdc_iter_options_t io = {r[i].lower_json, r[i].upper_json, 0};
+        cdc_iter_t *it;
+        cdc_row_t row;
+        uint64_t c = 0;
+        cr_assert_eq(cdc_iter_open(st, "public.orders", &io, &it, NULL), 0);
+        while (cdc_iter_next(it, &row, NULL) == 1) c++;
+        cdc_iter_close(it);
+        cr_expect_eq(c, r[i].rows, "range %lld", (long long)r[i].index);
+    }
+    cr_expect_eq(rows, N);
+    cr_expect_eq(hash, w.hash);
+    cdc_range_hashes_free(r, n);
+    cdc_store_close(st);
+    tu_rmrf(d);
+    free(d);
+}
+
+Test(range_hash, floordiv)
+{
+    cr_expect_eq(cdc__floordiv(0, 10), 0);
+    cr_expect_eq(cdc__floordiv(9, 10), 0);
+    cr_expect_eq(cdc__floordiv(-1, 10), -1);
+    cr_expect_eq(cdc__floordiv(-10, 10), -1);
+    cr_expect_eq(cdc__floordiv(-11, 10), -2);
+    cr_expect_eq(cdc__floordiv(INT64_MIN, 1), INT64_MIN);
+    cr_expect_eq(cdc__floordiv(INT64_MAX, INT64_MAX), 1);
+}
+
+/* ---- SQL pieces ---- */
+
+Test(sql, quoting_and_ranges)
+{
+    cdc__buf b = {0};
+    cdc__sql_table(&b, "my schema.it\"s");
+    cdc__sql_literal(&b, "it's", 4);
+    cdc__buf_putc(&b, 0);
+    cr_expect_str_eq(b.p, "\"my schema\".\"it\"\"s\"'it''s'");
+
+    cdc__srckey k[2] = {{.name = "a", .kind = CDC__KP_INT}, {.name = "b", .kind = CDC__KP_TEXT, .string = 1}};
+    cdc__buf lo = {0}, hi = {0};
+    cdc__key_add_int(&lo, -5);
+    cdc__key_add_text(&lo, "x'y", 3);
+    cdc__key_add_int(&hi, 7);
+    cdc__key_add_text(&hi, "", 0);
+    cdc__buf_reset(&b);
+    cr_assert_eq(cdc__sql_range(&b, k, 2, &lo, &hi), 0);
+    cdc__buf_putc(&b, 0);
+    cr_expect_str_eq(b.p, "ROW(\"a\", \"b\" COLLATE \"C\") >= ROW(-5, 'x''y'::text) AND "
+                          "ROW(\"a\", \"b\" COLLATE \"C\") < ROW(7, ''::text)");
+
+    /* Composite keys: a CASE tree picking range 0, 1 or 2. */
+    cdc__buf bounds[2] = {lo, hi};
+    cdc__buf_reset(&b);
+    cr_assert_eq(cdc__sql_bucket(&b, k, 2, 0, bounds, 2), 0);
+    cdc__buf_putc(&b, 0);
+    cr_expect(strstr(b.p, "CASE WHEN ROW(") == b.p, "%s", b.p);
+
+    /* Width buckets round toward minus infinity without overflow. */
+    cdc__buf_reset(&b);
+    cr_assert_eq(cdc__sql_bucket(&b, k, 1, 10, NULL, 0), 0);
+    cdc__buf_putc(&b, 0);
+    cr_expect_str_eq(b.p, "CASE WHEN \"a\" >= 0 THEN \"a\"::bigint / 10 ELSE -1 - (-(\"a\"::bigint + 1)) / 10 END");
+    cr_expect_neq(cdc__sql_bucket(&b, k + 1, 1, 10, NULL, 0), 0, "width buckets over a text key");
+
+    /* Key parts round trip. */
+    cdc__keypart *p;
+    size_t np;
+    cr_assert_eq(cdc__key_parts(lo.p, lo.len, &p, &np), 0);
+    cr_expect_eq(np, 2);
+    cr_expect_eq(p[0].i, -5);
+    cr_expect_str_eq(p[1].s, "x'y");
+    cdc__keyparts_free(p, np);
+    cdc__buf_free(&b);
+    cdc__buf_free(&lo);
+    cdc__buf_free(&hi);
+}
+
+Test(sql, json_object_keys)
+{
+    char *names[3] = {0};
+    cr_assert_eq(cdc__json_object_keys("{\"a\":1,\"b\\\"c\":\"x,y\",\"\\u00e9\":-2}", names, 3), 0);
+    cr_expect_str_eq(names[0], "a");
+    cr_expect_str_eq(names[1], "b\"c");
+    cr_expect_str_eq(names[2], "\xc3\xa9");
+    for (int i = 0; i < 3; i++) free(names[i]);
+}
+
+/* ---- The file writer ---- */
+
+static void writer_roundtrip(const char *env)
+{
+    if (env) setenv("CDC_URING", env, 1);
+    else unsetenv("CDC_URING");
+    char path[] = "/tmp/cdcwriter.XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, "head:", 5), 5); /* the writer starts at the current offset */
+    cdc__writer *w;
+    cr_assert_eq(cdc__writer_open(fd, 3, 4096, &w), 0);
+    cdc__buf want = {0};
+    cdc__buf_puts(&want, "head:");
+    char chunk[1000];
+    for (int i = 0; i < 200; i++) {
+        size_t n = (size_t)(i * 37 % 1000) + 1;
+        for (size_t k = 0; k < n; k++) chunk[k] = (char)('a' + (i + k) % 26);
+        cr_assert_eq(cdc__writer_put(w, chunk, n), 0);
+        cdc__buf_put(&want, chunk, n);
+    }
+    if (!env) cr_log_info("io_uring in use: %d", cdc__writer_uses_uring(w));
+    cr_assert_eq(cdc__writer_close(w), 0);
+    cr_assert_eq(write(fd, ":tail", 5), 5); /* the position is after the data */
+    cdc__buf_puts(&want, ":tail");
+    struct stat sb;
+    fstat(fd, &sb);
+    cr_assert_eq((size_t)sb.st_size, want.len);
+    char *got = malloc(want.len);
+    cr_assert_eq(pread(fd, got, want.len, 0), (ssize_t)want.len);
+    cr_expect(memcmp(got, want.p, want.len) == 0, "file content differs");
+    free(got);
+    close(fd);
+    unlink(path);
+    cdc__buf_free(&want);
+}
+
+Test(writer, uring_and_fallback_write_the_same_bytes)
+{
+    writer_roundtrip(NULL);
+    writer_roundtrip("0");
+}
+
+Test(writer, pipe_uses_plain_writes)
+{
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    cdc__writer *w;
+    unsetenv("CDC_URING");
+    cr_assert_eq(cdc__writer_open(p[1], 0, 0, &w), 0);
+    cr_expect_eq(cdc__writer_uses_uring(w), 0);
+    cr_assert_eq(cdc__writer_put(w, "hello", 5), 0);
+    cr_assert_eq(cdc__writer_close(w), 0);
+    char buf[8] = {0};
+    cr_assert_eq(read(p[0], buf, sizeof buf), 5);
+    cr_expect_str_eq(buf, "hello");
+    close(p[0]);
+    close(p[1]);
+}
