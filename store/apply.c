@@ -724,7 +724,18 @@ int cdc_store_apply(cdc_store_t *st, const cdc_record_t *recs, size_t n,
             if (last_delete < m && j < last_delete && e->ev.op != 'd') continue;
             int live = f.exists && !(f.flags & CDC__F_DELETED);
             if (e->ev.op == 'd') {
-                if (!live && fold_take_row(&f, t, &e->ev.row, 0, &kept, &unresolved)) rc = CDC_ECORRUPT;
+                /* A tombstone keeps the columns of the row it deletes; for a
+                 * row the replica never held, only the key columns of the
+                 * before-image (under REPLICA IDENTITY DEFAULT the other
+                 * columns there are nulls and type defaults, not data). */
+                if (!live) {
+                    if (fold_take_row(&f, t, &e->ev.row, 0, &kept, &unresolved)) rc = CDC_ECORRUPT;
+                    for (size_t c = 0; c < f.ncols; c++) {
+                        int iskey = 0;
+                        for (size_t k = 0; k < t->nkey && !iskey; k++) iskey = !strcmp(t->keycols[k], t->cols[c]);
+                        if (!iskey) f.cols[c].set = 0;
+                    }
+                }
                 f.flags = CDC__F_DELETED;
             } else {
                 uint64_t k2 = 0, u2 = 0;
