@@ -675,6 +675,10 @@ static int hold_open_tx(struct gen *g)
                          " WHERE order_id IN (SELECT order_id FROM public.orders WHERE order_id > $1::int"
                          " ORDER BY order_id LIMIT $2::int)",
                          2, vals);
+    if (n == 0)
+        fprintf(stderr, "changegen: warning: no order id above %ld to update; holding an empty transaction\n",
+                g->opt.key_base);
+    /* pg_current_xact_id() gives the transaction an xid even when it wrote nothing. */
     PGresult *res = PQexec(g->conn, "SELECT pg_current_xact_id(), pg_current_wal_lsn()");
     if (PQresultStatus(res) != PGRES_TUPLES_OK)
         die("reading the held transaction's xid failed: %s", PQresultErrorMessage(res));
