@@ -640,8 +640,8 @@ int cdc_store_apply(cdc_store_t *st, const cdc_record_t *recs, size_t n,
         f.exists = 0;
         f.flags = 0;
         f.ts_ms = 0;
+        f.ncols = 0; /* the fold is reused across tables: size it to this one */
         fold_grow(&f, t->ncols);
-        for (size_t c = 0; c < f.ncols; c++) f.cols[c].set = 0;
         int stored_state = 0; /* 0 none, 1 live, 2 deleted */
         int floor_slot = -1;  /* the counter a floor of this batch moved for this key */
         cdc__version stored_ver = {0, 0, 0};

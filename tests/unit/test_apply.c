@@ -741,7 +741,7 @@ ParameterizedTestParameters(random, ten_thousand_histories)
     return cr_make_param_array(int, shards, 4);
 }
 
-ParameterizedTest(int *shard, random, ten_thousand_histories, .timeout = 900)
+ParameterizedTest(int *shard, random, ten_thousand_histories)
 {
     int groups = getenv("CDC_TEST_QUICK") ? 50 : 500;
     for (int g = *shard; g < groups; g += 4) run_group((uint64_t)g + 1, 20);
