@@ -344,9 +344,12 @@ static int describe_tables(ctx *x)
     }
     /* SQL pieces used by every query. */
     cdc__sql_rowhash(&x->rowhash, x->scols, x->ncmp, x->o->algorithm);
+    /* Output columns are renamed: ORDER BY "id" would otherwise sort by the
+     * output column "id", which is the text form (10 before 9). */
     for (size_t i = 0; i < x->ncmp; i++) {
         if (i) cdc__buf_puts(&x->collist, ", ");
         cdc__sql_coltext(&x->collist, &x->scols[i]);
+        cdc__buf_printf(&x->collist, " AS c%zu", i);
     }
     if (!x->ncmp) cdc__buf_puts(&x->collist, "NULL");
     for (size_t k = 0; k < x->nkey; k++) {
@@ -947,8 +950,34 @@ static void report(ctx *x, const cand *c, int unsettled)
     cdc__buf_free(&kj);
 }
 
+static int cand_cmp(const void *a, const void *b)
+{
+    const cand *x = a, *y = b;
+    return keycmp(x->key.p, x->key.len, y->key.p, y->key.len);
+}
+
+/* Sorts the candidates by key and drops repeated keys (a key is compared in
+ * one range only, but a range may be read again after a split). */
+static void cand_dedup(ctx *x)
+{
+    if (x->nc < 2) return;
+    qsort(x->c, x->nc, sizeof *x->c, cand_cmp);
+    size_t k = 1;
+    for (size_t i = 1; i < x->nc; i++) {
+        if (!cand_cmp(&x->c[i], &x->c[k - 1])) {
+            cdc__buf_free(&x->c[i].key);
+            side_free(&x->c[i].rep, x->ncmp);
+            side_free(&x->c[i].src, x->ncmp);
+            continue;
+        }
+        x->c[k++] = x->c[i];
+    }
+    x->nc = k;
+}
+
 static int recheck(ctx *x)
 {
+    cand_dedup(x);
     int rounds = x->o->rechecks > 0 ? x->o->rechecks : DEFAULT_RECHECKS;
     long wait = x->o->recheck_ms > 0 ? x->o->recheck_ms : DEFAULT_RECHECK_MS;
     size_t live = x->nc;

@@ -11,6 +11,9 @@ is loaded from, so that the replica and the source start out equal.
                              non-ASCII, NULL and '', NUMERIC, timestamp, timestamptz,
                              booleans), as schemas.enable=true envelopes (typed
                              MicroTimestamp / ZonedTimestamp): OUTDIR/rt.jsonl, OUTDIR/rt.sql
+  gen.py keys OUTDIR         tables keyed by text (ICU column collation, so that only
+                             COLLATE "C" gives the replica's order), uuid, and (int, text):
+                             OUTDIR/keys.jsonl, OUTDIR/keys.sql
   gen.py update TOPIC TABLE OFFSET LSN JSONROW   one kcat -J line: op u of JSONROW
 """
 import datetime as dt
@@ -121,6 +124,39 @@ def roundtrip(outdir):
                  sql_lit(r["ts"]), "NULL" if tz is None else "'%s'" % tz, sql_lit(r["b"])]))
 
 
+TEXT_KEYS = ["apple", "Banana", "banana", "Zebra", "\u00e9clair", "a b", "a", "ab", "_x", "10", "9", "2",
+             "\u65e5\u672c", "A", "aB", "Ab", "z", "~", " lead", "\U0001f389", "quote'", 'dq"', "comma,"]
+
+
+def keys(outdir):
+    lines, sql, off = [], [], 0
+
+    def ev(table, key, after):
+        nonlocal off
+        off += 1
+        env = {"op": "c", "after": after, "source": {"lsn": 1000 + off}}
+        lines.append(kcat_line("k.public." + table, off, key, env))
+
+    sql.append('CREATE TABLE public.tk (k text COLLATE "und-x-icu" PRIMARY KEY, v int);')
+    for i, k in enumerate(TEXT_KEYS):
+        ev("tk", {"k": k}, {"k": k, "v": i})
+        sql.append("INSERT INTO public.tk VALUES (%s, %d);" % (sql_lit(k), i))
+    sql.append("CREATE TABLE public.uk (id uuid PRIMARY KEY, v text);")
+    for i in range(40):
+        u = "%08x-%04x-4%03x-8%03x-%012x" % ((i * 2654435761) & 0xFFFFFFFF, i, i, i, i * 7)
+        ev("uk", {"id": u}, {"id": u, "v": "v%d" % i})
+        sql.append("INSERT INTO public.uk VALUES ('%s', 'v%d');" % (u, i))
+    sql.append("CREATE TABLE public.ck (a int, b text, v text, PRIMARY KEY (a, b));")
+    for a in range(-3, 4):
+        for b in ["", "x", "X", "xy", "\u00e9"]:
+            ev("ck", {"a": a, "b": b}, {"a": a, "b": b, "v": "%d/%s" % (a, b)})
+            sql.append("INSERT INTO public.ck VALUES (%d, %s, %s);" % (a, sql_lit(b), sql_lit("%d/%s" % (a, b))))
+    with open(outdir + "/keys.jsonl", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(outdir + "/keys.sql", "w") as f:
+        f.write("\n".join(sql) + "\n")
+
+
 def update(topic, table, offset, lsn, row):
     after = json.loads(row)
     env = {"op": "u", "after": after, "source": {"lsn": int(lsn), "ts_ms": 0}}
@@ -132,6 +168,8 @@ if __name__ == "__main__":
         bulk(int(sys.argv[2]), sys.argv[3])
     elif sys.argv[1] == "roundtrip":
         roundtrip(sys.argv[2])
+    elif sys.argv[1] == "keys":
+        keys(sys.argv[2])
     elif sys.argv[1] == "update":
         update(*sys.argv[2:7])
     else:
