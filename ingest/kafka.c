@@ -279,6 +279,8 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char 
     cdc_kafka_t *k = rd_kafka_opaque(rk);
     if (!k || !k->log) return;
     int lv = level <= 3 ? CDC_LOG_ERROR : level == 4 ? CDC_LOG_WARN : level <= 6 ? CDC_LOG_INFO : CDC_LOG_DEBUG;
+    /* Connection failures reach error_cb as well, which logs them once. */
+    if (!strcmp(fac, "FAIL")) lv = CDC_LOG_DEBUG;
     if (lv <= CDC_LOG_WARN) {
         char key[64];
         snprintf(key, sizeof key, "log:%s", fac);

@@ -1,0 +1,1146 @@
+/*
+ * test_kafka.c: unit tests of the Kafka source (ingest/kafka.c) and of
+ * `cdcstore ingest`, against librdkafka's mock cluster (rdkafka_mock.h), which
+ * runs a Kafka protocol broker inside the test process on a loopback port.
+ *
+ * What is checked: the pipeline document's events produced to a mock topic
+ * end in the expected table; batches respect their bounds; a consumer closed
+ * mid-way and reopened resumes from the replica's stored position (and the
+ * group's committed offsets, bogus on purpose, are ignored); the stop flag
+ * applies the pending batch; --from-beginning replays without changing a row;
+ * two consumers of one group split four partitions through a rebalance and
+ * every partition's final owner holds the expected rows; a broker outage is
+ * survived with throttled logging; property files are parsed and secrets are
+ * never shown; end-to-end latency is measured from the events' source ts_ms;
+ * and the command's exit statuses (0 on SIGTERM, 3 with dead letters) and its
+ * recovery after SIGKILL.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+
+#include "testutil.h"
+
+#define TOPIC "shop.public.orders"
+#define TABLE "public.orders"
+#define DOC_EVENTS "tests/data/doc/events.jsonl"
+#define DOC_N 11
+
+static const char *const doc_expected = "order_id,status,amount\n1,shipped,25.00\n3,paid,60.00\n4,paid,15.00\n";
+/* ---- The mock cluster ---- */
+
+typedef struct mock {
+    rd_kafka_t *host;   /* the handle the mock cluster lives in */
+    rd_kafka_mock_cluster_t *mc;
+    char bootstraps[256];
+    rd_kafka_t *prod;
+} mock;
+
+static void quiet_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    (void)rk;
+    if (getenv("CDC_TEST_VERBOSE")) fprintf(stderr, "rdkafka(test) %d %s: %s\n", level, fac, buf);
+}
+
+static rd_kafka_t *new_client(rd_kafka_type_t type, const char *bootstraps, const char *group)
+{
+    char es[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set_log_cb(conf, quiet_log);
+    if (bootstraps) cr_assert_eq(rd_kafka_conf_set(conf, "bootstrap.servers", bootstraps, es, sizeof es), 0);
+    if (group) cr_assert_eq(rd_kafka_conf_set(conf, "group.id", group, es, sizeof es), 0);
+    if (type == RD_KAFKA_PRODUCER) cr_assert_eq(rd_kafka_conf_set(conf, "linger.ms", "0", es, sizeof es), 0);
+    rd_kafka_t *rk = rd_kafka_new(type, conf, es, sizeof es);
+    cr_assert_not_null(rk, "rd_kafka_new: %s", es);
+    return rk;
+}
+
+static void mock_start(mock *m, const char *topic, int nparts)
+{
+    memset(m, 0, sizeof *m);
+    m->host = new_client(RD_KAFKA_PRODUCER, NULL, NULL);
+    m->mc = rd_kafka_mock_cluster_new(m->host, 1);
+    cr_assert_not_null(m->mc);
+    snprintf(m->bootstraps, sizeof m->bootstraps, "%s", rd_kafka_mock_cluster_bootstraps(m->mc));
+    if (topic) cr_assert_eq(rd_kafka_mock_topic_create(m->mc, topic, nparts, 1), 0);
+    m->prod = new_client(RD_KAFKA_PRODUCER, m->bootstraps, NULL);
+}
+
+static void mock_stop(mock *m)
+{
+    if (m->prod) {
+        rd_kafka_flush(m->prod, 10000);
+        rd_kafka_destroy(m->prod);
+    }
+    if (m->mc) rd_kafka_mock_cluster_destroy(m->mc);
+    if (m->host) rd_kafka_destroy(m->host);
+    memset(m, 0, sizeof *m);
+}
+
+/* Produces one record (value NULL: a tombstone) to partition (or
+ * RD_KAFKA_PARTITION_UA: by key) and waits until it is written. */
+static void produce(mock *m, const char *topic, int32_t partition, const char *key, const char *value)
+{
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        m->prod, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_KEY(key, key ? strlen(key) : 0), RD_KAFKA_V_VALUE((void *)value, value ? strlen(value) : 0),
+        RD_KAFKA_V_END);
+    cr_assert_eq(e, 0, "produce: %s", rd_kafka_err2str(e));
+}
+
+static void produce_flush(mock *m)
+{
+    cr_assert_eq(rd_kafka_flush(m->prod, 10000), 0, "produce flush timed out");
+}
+
+/* Produces the pipeline document's events (key and payload of each line) to
+ * partition 0 of TOPIC, in file order: offsets 0..10. */
+static void produce_doc(mock *m, const char *topic)
+{
+    FILE *f = fopen(DOC_EVENTS, "r");
+    cr_assert_not_null(f, "%s: %s (run the tests from the repository root)", DOC_EVENTS, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    int n = 0;
+    while (getline(&line, &cap, f) > 0) {
+        cJSON *j = cJSON_Parse(line);
+        cr_assert_not_null(j);
+        cJSON *key = cJSON_GetObjectItem(j, "key"), *payload = cJSON_GetObjectItem(j, "payload");
+        produce(m, topic, 0, cJSON_IsString(key) ? key->valuestring : NULL,
+                cJSON_IsString(payload) ? payload->valuestring : NULL);
+        cJSON_Delete(j);
+        n++;
+    }
+    free(line);
+    fclose(f);
+    cr_assert_eq(n, DOC_N);
+    produce_flush(m);
+}
+
+/* ---- Running a consumer ---- */
+
+typedef struct run_ctx {
+    volatile int stop;
+    cdc_store_t *st;
+    const char *topic;
+    int nparts;
+    /* Stop conditions (checked after each batch); 0/-1 = unused. */
+    uint64_t until_read;      /* records read by this consumer */
+    int64_t until_pos;        /* stored position of every partition 0..nparts-1 */
+    uint64_t until_batches;
+    int reached;
+    /* Observations. */
+    size_t max_batch;
+    uint64_t batches;
+    uint64_t latencies;
+    int64_t min_latency, max_latency;
+    pthread_mutex_t mu;
+    int64_t pos[8];           /* stored positions after the last batch */
+    /* Log lines. */
+    char *log;
+    size_t log_len;
+    int warnings;
+} run_ctx;
+
+static void ctx_init(run_ctx *c, cdc_store_t *st, const char *topic, int nparts)
+{
+    memset(c, 0, sizeof *c);
+    c->st = st;
+    c->topic = topic;
+    c->nparts = nparts;
+    c->until_pos = -1;
+    c->min_latency = INT64_MAX;
+    pthread_mutex_init(&c->mu, NULL);
+    for (int i = 0; i < 8; i++) c->pos[i] = -1;
+}
+
+static void ctx_free(run_ctx *c)
+{
+    free(c->log);
+    pthread_mutex_destroy(&c->mu);
+}
+
+static void test_log(void *opaque, int level, const char *facility, const char *msg)
+{
+    run_ctx *c = opaque;
+    if (getenv("CDC_TEST_VERBOSE")) fprintf(stderr, "[%d] %s: %s\n", level, facility, msg);
+    pthread_mutex_lock(&c->mu);
+    size_t n = strlen(facility) + strlen(msg) + 16;
+    c->log = realloc(c->log, c->log_len + n + 1);
+    c->log_len += (size_t)snprintf(c->log + c->log_len, n + 1, "%d %s: %s\n", level, facility, msg);
+    if (level <= CDC_LOG_WARN) c->warnings++;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void test_on_batch(void *opaque, const cdc_kafka_batch_t *b)
+{
+    run_ctx *c = opaque;
+    pthread_mutex_lock(&c->mu);
+    if (b->records > c->max_batch) c->max_batch = b->records;
+    c->batches++;
+    c->latencies += b->nlatency;
+    for (size_t i = 0; i < b->nlatency; i++) {
+        if (b->latency_ms[i] < c->min_latency) c->min_latency = b->latency_ms[i];
+        if (b->latency_ms[i] > c->max_latency) c->max_latency = b->latency_ms[i];
+    }
+    int done = 0;
+    for (int p = 0; p < c->nparts && p < 8; p++) cdc_store_position(c->st, c->topic, p, &c->pos[p], NULL);
+    if (c->until_read && b->run->total.read >= c->until_read) done = 1;
+    if (c->until_batches && b->run->batches >= c->until_batches) done = 1;
+    if (c->until_pos >= 0) {
+        done = 1;
+        for (int p = 0; p < c->nparts; p++)
+            if (c->pos[p] < c->until_pos) done = 0;
+    }
+    if (done) {
+        c->reached = 1;
+        c->stop = 1;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+static cdc_kafka_options_t kopts(run_ctx *c, const mock *m, const char *group, size_t batch, int ms)
+{
+    static const cdc_kafka_property_t props[] = {
+        {"session.timeout.ms", "6000"},
+        {"heartbeat.interval.ms", "300"},
+        {"topic.metadata.refresh.interval.ms", "1000"},
+        {"reconnect.backoff.max.ms", "1000"},
+    };
+    static const char *topics[1];
+    topics[0] = c->topic;
+    cdc_kafka_options_t o = {0};
+    o.brokers = m->bootstraps;
+    o.topics = topics;
+    o.ntopics = 1;
+    o.group = group;
+    o.batch_max_events = batch;
+    o.batch_max_ms = ms;
+    o.properties = props;
+    o.nproperties = sizeof props / sizeof props[0];
+    o.log = test_log;
+    o.log_opaque = c;
+    o.stop = &c->stop;
+    o.on_batch = test_on_batch;
+    o.on_batch_opaque = c;
+    return o;
+}
+
+typedef struct watchdog {
+    run_ctx *c;
+    int ms;
+    volatile int done;
+    pthread_t th;
+} watchdog;
+
+static void *watchdog_main(void *arg)
+{
+    watchdog *w = arg;
+    for (int t = 0; t < w->ms && !w->done; t += 10) usleep(10000);
+    w->c->stop = 1;
+    return NULL;
+}
+
+/* Runs k until a stop condition of c is met or ms milliseconds passed. */
+static int run_for(cdc_kafka_t *k, run_ctx *c, int ms, cdc_error_t *e)
+{
+    watchdog w = {.c = c, .ms = ms};
+    pthread_create(&w.th, NULL, watchdog_main, &w);
+    int rc = cdc_kafka_run(k, e);
+    w.done = 1;
+    pthread_join(w.th, NULL);
+    return rc;
+}
+
+static cdc_kafka_t *kopen(cdc_store_t *st, const cdc_kafka_options_t *o)
+{
+    cdc_kafka_t *k = NULL;
+    cdc_error_t e = {0};
+    int rc = cdc_kafka_open(st, o, &k, &e);
+    cr_assert_eq(rc, 0, "cdc_kafka_open: %s", e.msg);
+    return k;
+}
+
+static int64_t position(cdc_store_t *st, const char *topic, int32_t p)
+{
+    int64_t off = -2;
+    cr_assert_eq(cdc_store_position(st, topic, p, &off, NULL), 0);
+    return off;
+}
+
+/* The group's committed offset of (topic, p), -1001 when none. */
+static int64_t committed(const mock *m, const char *group, const char *topic, int32_t p)
+{
+    rd_kafka_t *rk = new_client(RD_KAFKA_CONSUMER, m->bootstraps, group);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, topic, p);
+    rd_kafka_resp_err_t e = rd_kafka_committed(rk, l, 10000);
+    cr_assert_eq(e, 0, "committed: %s", rd_kafka_err2str(e));
+    int64_t off = l->elems[0].offset;
+    rd_kafka_topic_partition_list_destroy(l);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return off;
+}
+
+/* Commits offset for the group from an outside client, as a stale or
+ * mistaken commit would be. */
+static void commit_bogus(const mock *m, const char *group, const char *topic, int32_t p, int64_t offset)
+{
+    rd_kafka_t *rk = new_client(RD_KAFKA_CONSUMER, m->bootstraps, group);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, topic, p)->offset = offset;
+    rd_kafka_resp_err_t e = rd_kafka_commit(rk, l, 0);
+    cr_assert_eq(e, 0, "commit: %s", rd_kafka_err2str(e));
+    rd_kafka_topic_partition_list_destroy(l);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    cr_assert_eq(committed(m, group, topic, p), offset);
+}
+
+/* The view, and order 2 kept as a tombstone with the delete's version (the
+ * later stale update at LSN 155 did not bring it back). */
+static void check_doc_table(cdc_store_t *st)
+{
+    char *csv = tu_export(st, TABLE, 0);
+    cr_assert_str_eq(csv, doc_expected);
+    free(csv);
+    cdc_row_t row;
+    cr_assert_eq(cdc_store_get(st, TABLE, "[2]", &row, NULL), 0);
+    cr_assert_eq(row.deleted, 1);
+    cr_assert_eq(row.lsn, 160);
+}
+
+TestSuite(kafka, .timeout = 120);
+
+/* ---- Consuming ---- */
+
+Test(kafka, consumes_the_document_events_in_bounded_batches)
+{
+    mock m;
+    mock_start(&m, TOPIC, 1);
+    produce_doc(&m, TOPIC);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    run_ctx c;
+    ctx_init(&c, st, TOPIC, 1);
+    c.until_read = DOC_N;
+    cdc_kafka_options_t o = kopts(&c, &m, "g-consume", 3, 50);
+    cdc_kafka_t *k = kopen(st, &o);
+    cdc_error_t e = {0};
+    cr_assert_eq(run_for(k, &c, 30000, &e), 0, "run: %s", e.msg);
+    cr_assert(c.reached, "not all records consumed; log:\n%s", c.log ? c.log : "");
+    cdc_kafka_stats_t s;
+    cdc_kafka_stats(k, &s);
+    cdc_kafka_close(k);
+    cr_assert_eq(s.total.read, DOC_N);
+    cr_assert_eq(s.total.tombstones, 1);
+    cr_assert_eq(s.total.dead_letters, 0);
+    cr_assert_leq(c.max_batch, 3, "a batch had %zu records", c.max_batch);
+    cr_assert_geq(s.batches, 4);
+    cr_assert_eq(position(st, TOPIC, 0), DOC_N - 1);
+    check_doc_table(st);
+    /* Committed for monitoring: the next offset to read. */
+    cr_assert_eq(committed(&m, "g-consume", TOPIC, 0), DOC_N);
+    /* The info line was logged. */
+    cr_assert_not_null(strstr(c.log, "records in"), "%s", c.log);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    ctx_free(&c);
+    mock_stop(&m);
+}
+
+Test(kafka, a_batch_is_applied_when_its_time_is_up)
+{
+    mock m;
+    mock_start(&m, TOPIC, 1);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    run_ctx c;
+    ctx_init(&c, st, TOPIC, 1);
+    c.until_read = 2;
+    /* The count bound is far away: only the time bound can apply the batch. */
+    cdc_kafka_options_t o = kopts(&c, &m, "g-time", 100000, 300);
+    cdc_kafka_t *k = kopen(st, &o);
+    produce(&m, TOPIC, 0, "{\"order_id\":1}",
+            "{\"op\":\"c\",\"after\":{\"order_id\":1,\"status\":\"new\",\"amount\":\"1.00\"},\"source\":{\"lsn\":10}}");
+    produce(&m, TOPIC, 0, "{\"order_id\":2}",
+            "{\"op\":\"c\",\"after\":{\"order_id\":2,\"status\":\"new\",\"amount\":\"2.00\"},\"source\":{\"lsn\":11}}");
+    produce_flush(&m);
+    cdc_error_t e = {0};
+    cr_assert_eq(run_for(k, &c, 30000, &e), 0, "run: %s", e.msg);
+    cr_assert(c.reached, "log:\n%s", c.log ? c.log : "");
+    cdc_kafka_close(k);
+    char *csv = tu_export(st, TABLE, 0);
+    cr_assert_str_eq(csv, "order_id,status,amount\n1,new,1.00\n2,new,2.00\n");
+    free(csv);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    ctx_free(&c);
+    mock_stop(&m);
+}
+
+/* ---- Positions ---- */
+
+Test(kafka, closed_midway_and_reopened_resumes_from_the_stored_position)
+{
+    mock m;
+    mock_start(&m, TOPIC, 1);
+    produce_doc(&m, TOPIC);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    cdc_error_t e = {0};
+
+    /* First life: one batch of 4 (the time bound is far), then stop. */
+    run_ctx c1;
+    ctx_init(&c1, st, TOPIC, 1);
+    c1.until_batches = 1;
+    cdc_kafka_options_t o1 = kopts(&c1, &m, "g-restart", 4, 20000);
+    cdc_kafka_t *k1 = kopen(st, &o1);
+    cr_assert_eq(run_for(k1, &c1, 30000, &e), 0, "run: %s", e.msg);
+    cr_assert(c1.reached);
+    cdc_kafka_close(k1);
+    int64_t p1 = position(st, TOPIC, 0);
+    cr_assert_eq(p1, 3, "first life stored %lld", (long long)p1);
+
+    /* Second life, after a reopen of the replica: reads exactly the rest. */
+    cdc_store_close(st);
+    st = tu_open(dir);
+    run_ctx c2;
+    ctx_init(&c2, st, TOPIC, 1);
+    c2.until_pos = DOC_N - 1;
+    cdc_kafka_options_t o2 = kopts(&c2, &m, "g-restart", 3, 50);
+    cdc_kafka_t *k2 = kopen(st, &o2);
+    cr_assert_eq(run_for(k2, &c2, 30000, &e), 0, "run: %s", e.msg);
+    cr_assert(c2.reached, "log:\n%s", c2.log ? c2.log : "");
+    cdc_kafka_stats_t s;
+    cdc_kafka_stats(k2, &s);
+    cdc_kafka_close(k2);
+    cr_assert_eq(s.total.read, (uint64_t)(DOC_N - 1 - p1), "second life read %llu", (unsigned long long)s.total.read);
+    cr_assert_not_null(strstr(c2.log, "from offset 4 (stored position 3)"), "%s", c2.log);
+    check_doc_table(st);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    ctx_free(&c1);
+    ctx_free(&c2);
+    mock_stop(&m);
+}
+
+Test(kafka, the_groups_committed_offset_is_ignored_when_the_replica_has_none)
+{
+    mock m;
+    mock_start(&m, TOPIC, 1);
+    produce_doc(&m, TOPIC);
+    /* A committed offset near the end: a consumer that trusted it would
+     * read two records and miss the rest. */
+    commit_bogus(&m, "g-bogus", TOPIC, 0, 9);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    run_ctx c;
+    ctx_init(&c, st, TOPIC, 1);
+    c.until_pos = DOC_N - 1;
+    cdc_kafka_options_t o = kopts(&c, &m, "g-bogus", 5, 50);
+    cdc_kafka_t *k = kopen(st, &o);
+    cdc_error_t e = {0};
+    cr_assert_eq(run_for(k, &c, 30000, &e), 0, "run: %s", e.msg);
+    cr_assert(c.reached, "log:\n%s", c.log ? c.log : "");
+    cdc_kafka_stats_t s;
+    cdc_kafka_stats(k, &s);
+    cdc_kafka_close(k);
+    cr_assert_eq(s.total.read, DOC_N);
+    check_doc_table(st);
+    cr_assert_eq(committed(&m, "g-bogus", TOPIC, 0), DOC_N);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    ctx_free(&c);
+    mock_stop(&m);
+}
+
+Test(kafka, the_stored_position_wins_over_a_lower_committed_offset)
+{
+    mock m;
+    mock_start(&m, TOPIC, 1);
+    produce_doc(&m, TOPIC);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    cdc_error_t e = {0};
+    /* The group to resume with says offset 0 (the mock cluster takes commits
+     * from outside only for a group without members, so this comes first). */
+    commit_bogus(&m, "g-low", TOPIC, 0, 0);
+    run_ctx c1;
+    ctx_init(&c1, st, TOPIC, 1);
+    c1.until_batches = 1;
+    cdc_kafka_options_t o1 = kopts(&c1, &m, "g-low-first", 6, 20000);
+    cdc_kafka_t *k1 = kopen(st, &o1);
+    cr_assert_eq(run_for(k1, &c1, 30000, &e), 0, "run: %s", e.msg);
+    cdc_kafka_close(k1);
+    cr_assert_eq(position(st, TOPIC, 0), 5);
+    /* Resuming in the rewound group: ignored, the replica says 5. */
+    run_ctx c2;
+    ctx_init(&c2, st, TOPIC, 1);
+    c2.until_pos = DOC_N - 1;
+    cdc_kafka_options_t o2 = kopts(&c2, &m, "g-low", 100, 50);
+    cdc_kafka_t *k2 = kopen(st, &o2);
+    cr_assert_eq(run_for(k2, &c2, 30000, &e), 0, "run: %s", e.msg);
+    cr_assert(c2.reached);
+    cdc_kafka_stats_t s;
+    cdc_kafka_stats(k2, &s);
+    cdc_kafka_close(k2);
+    cr_assert_eq(s.total.read, 5);
+    check_doc_table(st);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    ctx_free(&c1);
+    ctx_free(&c2);
+    mock_stop(&m);
+}
+
+Test(kafka, the_stop_flag_applies_the_pending_batch)
+{
+    mock m;
+    mock_start(&m, TOPIC, 1);
+    produce_doc(&m, TOPIC);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    run_ctx c;
+    ctx_init(&c, st, TOPIC, 1);
+    /* Neither bound is reached within the run: only the stop applies. */
+    cdc_kafka_options_t o = kopts(&c, &m, "g-stop", 100000, 600000);
+    cdc_kafka_t *k = kopen(st, &o);
+    cdc_error_t e = {0};
+    cr_assert_eq(run_for(k, &c, 4000, &e), 0, "run: %s", e.msg);
+    cdc_kafka_stats_t s;
+    cdc_kafka_stats(k, &s);
+    cr_assert_eq(s.batches, 1, "log:\n%s", c.log ? c.log : "");
+    cr_assert_eq(s.total.read, DOC_N);
+    cr_assert_eq(position(st, TOPIC, 0), DOC_N - 1);
+    check_doc_table(st);
+    /* A stopped consumer may run again. */
+    c.stop = 0;
+    produce(&m, TOPIC, 0, "{\"order_id\":5}",
+            "{\"op\":\"c\",\"after\":{\"order_id\":5,\"status\":\"new\",\"amount\":\"5.00\"},\"source\":{\"lsn\":180}}");
+    produce_flush(&m);
+    cr_assert_eq(run_for(k, &c, 3000, &e), 0, "run: %s", e.msg);
+    cdc_kafka_close(k);
+    cr_assert_eq(position(st, TOPIC, 0), DOC_N);
+    cr_assert_eq(committed(&m, "g-stop", TOPIC, 0), DOC_N + 1);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    ctx_free(&c);
+    mock_stop(&m);
+}
+
+Test(kafka, from_beginning_replays_without_changing_a_row)
+{
+    mock m;
+    mock_start(&m, TOPIC, 1);
+    produce_doc(&m, TOPIC);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    cdc_error_t e = {0};
+    run_ctx c1;
+    ctx_init(&c1, st, TOPIC, 1);
+    c1.until_pos = DOC_N - 1;
+    cdc_kafka_options_t o1 = kopts(&c1, &m, "g-replay", 4, 50);
+    cdc_kafka_t *k1 = kopen(st, &o1);
+    cr_assert_eq(run_for(k1, &c1, 30000, &e), 0, "run: %s", e.msg);
+    cdc_kafka_close(k1);
+    run_ctx c2;
+    ctx_init(&c2, st, TOPIC, 1);
+    c2.until_read = DOC_N;
+    cdc_kafka_options_t o2 = kopts(&c2, &m, "g-replay", 4, 50);
+    o2.from_beginning = 1;
+    cdc_kafka_t *k2 = kopen(st, &o2);
+    cr_assert_eq(run_for(k2, &c2, 30000, &e), 0, "run: %s", e.msg);
+    cr_assert(c2.reached, "log:\n%s", c2.log ? c2.log : "");
+    cdc_kafka_stats_t s;
+    cdc_kafka_stats(k2, &s);
+    cdc_kafka_close(k2);
+    cr_assert_eq(s.total.read, DOC_N);
+    cr_assert_eq(s.total.applied, 0);
+    check_doc_table(st);
+    cr_assert_eq(position(st, TOPIC, 0), DOC_N - 1);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    ctx_free(&c1);
+    ctx_free(&c2);
+    mock_stop(&m);
+}
+
+/* ---- Latency ---- */
+
+Test(kafka, latency_is_measured_from_the_source_ts_ms)
+{
+    mock m;
+    mock_start(&m, TOPIC, 1);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    for (int i = 1; i <= 20; i++) {
+        char key[64], val[512];
+        snprintf(key, sizeof key, "{\"order_id\":%d}", i);
+        snprintf(val, sizeof val,
+                 "{\"op\":\"c\",\"after\":{\"order_id\":%d,\"status\":\"new\",\"amount\":\"1.00\"},"
+                 "\"source\":{\"lsn\":%d,\"ts_ms\":%lld},\"ts_ms\":%lld}",
+                 i, 100 + i, now - 2000, now - 1990);
+        produce(&m, TOPIC, 0, key, val);
+    }
+    produce(&m, TOPIC, 0, "{\"order_id\":1}", NULL); /* a tombstone has no latency */
+    produce_flush(&m);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    run_ctx c;
+    ctx_init(&c, st, TOPIC, 1);
+    c.until_read = 21;
+    cdc_kafka_options_t o = kopts(&c, &m, "g-lat", 7, 50);
+    cdc_kafka_t *k = kopen(st, &o);
+    cdc_error_t e = {0};
+    cr_assert_eq(run_for(k, &c, 30000, &e), 0, "run: %s", e.msg);
+    cdc_kafka_stats_t s;
+    cdc_kafka_stats(k, &s);
+    cdc_kafka_close(k);
+    cr_assert_eq(c.latencies, 20);
+    cr_assert_eq(s.latency_samples, 20);
+    cr_assert_geq(c.min_latency, 2000);
+    cr_assert_lt(c.max_latency, 60000);
+    cr_assert_geq(s.latency_p50_ms, 2000);
+    cr_assert_geq(s.latency_p99_ms, s.latency_p50_ms);
+    cr_assert_leq(s.latency_p99_ms, s.latency_max_ms);
+    cr_assert_eq(s.latency_max_ms, c.max_latency);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    ctx_free(&c);
+    mock_stop(&m);
+}
+
+/* ---- A consumer group of two replicas ---- */
+
+#define GROUP_KEYS 60
+
+typedef struct member {
+    run_ctx c;
+    cdc_kafka_t *k;
+    pthread_t th;
+    int rc;
+    char msg[1024];
+} member;
+
+static void *member_main(void *arg)
+{
+    member *mb = arg;
+    cdc_error_t e = {0};
+    mb->rc = cdc_kafka_run(mb->k, &e);
+    snprintf(mb->msg, sizeof mb->msg, "%s", e.msg);
+    return NULL;
+}
+
+static void produce_round(mock *m, const char *topic, int round, long long lsn_base)
+{
+    for (int i = 1; i <= GROUP_KEYS; i++) {
+        char key[64], val[512];
+        snprintf(key, sizeof key, "{\"order_id\":%d}", i);
+        if (round == 2 && i % 5 == 0)
+            snprintf(val, sizeof val, "{\"op\":\"d\",\"before\":{\"order_id\":%d},\"after\":null,\"source\":{\"lsn\":%lld}}",
+                     i, lsn_base + i);
+        else
+            snprintf(val, sizeof val,
+                     "{\"op\":\"%s\",\"after\":{\"order_id\":%d,\"status\":\"round%d\",\"amount\":\"%d.00\"},"
+                     "\"source\":{\"lsn\":%lld}}",
+                     round == 0 ? "c" : "u", i, round, i, lsn_base + i);
+        produce(m, topic, RD_KAFKA_PARTITION_UA, key, val);
+    }
+    produce_flush(m);
+}
+
+Test(kafka, two_replicas_in_one_group_split_the_partitions_through_a_rebalance)
+{
+    const char *topic = "grp.public.orders";
+    mock m;
+    mock_start(&m, topic, 4);
+    char *dirs[2] = {tu_tmpdir(), tu_tmpdir()};
+    cdc_store_t *sts[2] = {tu_open(dirs[0]), tu_open(dirs[1])};
+    member mb[2];
+    memset(mb, 0, sizeof mb);
+    cdc_kafka_options_t o[2];
+    for (int i = 0; i < 2; i++) {
+        ctx_init(&mb[i].c, sts[i], topic, 4);
+        /* A long time bound: a batch is pending when the rebalance comes,
+         * and the revoke has to apply it. */
+        o[i] = kopts(&mb[i].c, &m, "g-two", 25, 1500);
+    }
+    produce_round(&m, topic, 0, 1000);
+    mb[0].k = kopen(sts[0], &o[0]);
+    pthread_create(&mb[0].th, NULL, member_main, &mb[0]);
+    /* Let the first member take everything and consume some of it. */
+    for (int t = 0; t < 300; t++) {
+        pthread_mutex_lock(&mb[0].c.mu);
+        uint64_t b = mb[0].c.batches;
+        pthread_mutex_unlock(&mb[0].c.mu);
+        if (b >= 1) break;
+        usleep(50000);
+    }
+    produce_round(&m, topic, 1, 2000);
+    mb[1].k = kopen(sts[1], &o[1]);
+    pthread_create(&mb[1].th, NULL, member_main, &mb[1]);
+    produce_round(&m, topic, 2, 3000);
+
+    /* The end offsets of the partitions. */
+    int64_t hi[4];
+    for (int p = 0; p < 4; p++) {
+        int64_t lo;
+        cr_assert_eq(rd_kafka_query_watermark_offsets(m.prod, topic, p, &lo, &hi[p], 10000), 0);
+    }
+    /* Wait until every partition is fully applied by one of the replicas. */
+    int done = 0;
+    for (int t = 0; t < 600 && !done; t++) {
+        usleep(100000);
+        done = 1;
+        for (int p = 0; p < 4; p++) {
+            int64_t best = -1;
+            for (int i = 0; i < 2; i++) {
+                pthread_mutex_lock(&mb[i].c.mu);
+                if (mb[i].c.pos[p] > best) best = mb[i].c.pos[p];
+                pthread_mutex_unlock(&mb[i].c.mu);
+            }
+            if (hi[p] > 0 && best < hi[p] - 1) done = 0;
+        }
+    }
+    for (int i = 0; i < 2; i++) mb[i].c.stop = 1;
+    for (int i = 0; i < 2; i++) {
+        pthread_join(mb[i].th, NULL);
+        cr_assert_eq(mb[i].rc, 0, "member %d: %s", i, mb[i].msg);
+    }
+    cr_assert(done, "not every partition was consumed to its end; logs:\n%s\n---\n%s", mb[0].c.log ? mb[0].c.log : "",
+              mb[1].c.log ? mb[1].c.log : "");
+    cr_assert_not_null(strstr(mb[0].c.log, "revoked"), "no rebalance happened:\n%s", mb[0].c.log);
+    cdc_kafka_stats_t s[2];
+    for (int i = 0; i < 2; i++) {
+        cdc_kafka_stats(mb[i].k, &s[i]);
+        cdc_kafka_close(mb[i].k);
+        cr_assert_gt(s[i].batches, 0, "member %d consumed nothing", i);
+    }
+
+    /* For every key, the replica that holds its partition to the end has the
+     * expected row: round 2, or deleted for every fifth key. */
+    for (int i = 1; i <= GROUP_KEYS; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "{\"order_id\":%d}", i);
+        int found = 0;
+        for (int r = 0; r < 2 && !found; r++) {
+            cdc_row_t row;
+            if (cdc_store_get(sts[r], TABLE, key, &row, NULL)) continue;
+            if (row.lsn != (uint64_t)(3000 + i)) continue; /* an older owner's copy */
+            found = 1;
+            cr_assert_eq(row.deleted, i % 5 == 0, "key %d", i);
+            if (i % 5) {
+                cr_assert_eq(row.ncols, 3);
+                cr_assert(row.lens[1] == 6 && !memcmp(row.values[1], "round2", 6), "key %d", i);
+            }
+        }
+        cr_assert(found, "key %d: no replica has its last change", i);
+    }
+    for (int i = 0; i < 2; i++) {
+        cdc_store_close(sts[i]);
+        tu_rmrf(dirs[i]);
+        free(dirs[i]);
+        ctx_free(&mb[i].c);
+    }
+    mock_stop(&m);
+}
+
+/* ---- Outages and errors ---- */
+
+Test(kafka, a_broker_outage_is_survived_and_logged_at_a_decreasing_rate)
+{
+    mock m;
+    mock_start(&m, TOPIC, 1);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    run_ctx c;
+    ctx_init(&c, st, TOPIC, 1);
+    c.until_batches = 1;
+    cdc_kafka_options_t o = kopts(&c, &m, "g-outage", 10, 50);
+    cdc_kafka_t *k = kopen(st, &o);
+    cdc_error_t e = {0};
+    produce(&m, TOPIC, 0, "{\"order_id\":1}",
+            "{\"op\":\"c\",\"after\":{\"order_id\":1,\"status\":\"new\",\"amount\":\"1.00\"},\"source\":{\"lsn\":10}}");
+    produce_flush(&m);
+    cr_assert_eq(run_for(k, &c, 30000, &e), 0, "run: %s", e.msg);
+    cr_assert(c.reached);
+
+    /* The broker goes away for 4 s: the run goes on. */
+    cr_assert_eq(rd_kafka_mock_broker_set_down(m.mc, 1), 0);
+    c.stop = 0;
+    c.reached = 0;
+    c.until_batches = 0;
+    int w0 = c.warnings;
+    cr_assert_eq(run_for(k, &c, 4000, &e), 0, "run: %s", e.msg);
+    int outage_warnings = c.warnings - w0;
+    cr_assert_lt(outage_warnings, 20, "%d warnings in 4 s:\n%s", outage_warnings, c.log);
+
+    /* Back: consumption resumes. */
+    cr_assert_eq(rd_kafka_mock_broker_set_up(m.mc, 1), 0);
+    produce(&m, TOPIC, 0, "{\"order_id\":2}",
+            "{\"op\":\"c\",\"after\":{\"order_id\":2,\"status\":\"new\",\"amount\":\"2.00\"},\"source\":{\"lsn\":11}}");
+    produce_flush(&m);
+    c.stop = 0;
+    c.until_pos = 1;
+    cr_assert_eq(run_for(k, &c, 60000, &e), 0, "run: %s", e.msg);
+    cr_assert(c.reached, "did not resume after the outage:\n%s", c.log);
+    cdc_kafka_close(k);
+    char *csv = tu_export(st, TABLE, 0);
+    cr_assert_str_eq(csv, "order_id,status,amount\n1,new,1.00\n2,new,2.00\n");
+    free(csv);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    ctx_free(&c);
+    mock_stop(&m);
+}
+
+Test(kafka, a_dead_letter_does_not_stop_the_run_unless_asked)
+{
+    mock m;
+    mock_start(&m, TOPIC, 1);
+    produce(&m, TOPIC, 0, "{\"order_id\":1}", "{\"op\":\"c\",\"after\":{\"order_id\":1,\"status\":\"new\",\"amount\":\"1.00\"},\"source\":{\"lsn\":10}}");
+    produce(&m, TOPIC, 0, "{\"order_id\":2}", "this is not JSON");
+    produce(&m, TOPIC, 0, "{\"order_id\":3}", "{\"op\":\"c\",\"after\":{\"order_id\":3,\"status\":\"new\",\"amount\":\"3.00\"},\"source\":{\"lsn\":12}}");
+    produce_flush(&m);
+    cdc_error_t e = {0};
+    for (int stop_mode = 0; stop_mode < 2; stop_mode++) {
+        char *dir = tu_tmpdir();
+        cdc_store_t *st = tu_open(dir);
+        run_ctx c;
+        ctx_init(&c, st, TOPIC, 1);
+        c.until_pos = 2;
+        cdc_kafka_options_t o = kopts(&c, &m, stop_mode ? "g-dl-stop" : "g-dl", 100, 200);
+        o.apply.on_error = stop_mode ? CDC_ON_ERROR_STOP : CDC_ON_ERROR_CONTINUE;
+        cdc_kafka_t *k = kopen(st, &o);
+        int rc = run_for(k, &c, 30000, &e);
+        cdc_kafka_stats_t s;
+        cdc_kafka_stats(k, &s);
+        cdc_kafka_close(k);
+        cr_assert_eq(s.total.dead_letters, 1);
+        if (stop_mode) {
+            cr_assert_eq(rc, CDC_ESTOPPED, "rc %d", rc);
+            cr_assert_eq(position(st, TOPIC, 0), 0, "the bad record's position is not passed");
+        } else {
+            cr_assert_eq(rc, 0, "run: %s", e.msg);
+            cr_assert_eq(position(st, TOPIC, 0), 2);
+        }
+        cdc_store_close(st);
+        tu_rmrf(dir);
+        free(dir);
+        ctx_free(&c);
+    }
+    mock_stop(&m);
+}
+
+/* ---- Configuration ---- */
+
+static char *write_file(const char *text)
+{
+    char *p = strdup("/tmp/cdckconf.XXXXXX");
+    int fd = mkstemp(p);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return p;
+}
+
+Test(kafka, property_files_are_parsed_and_secrets_never_shown)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    run_ctx c;
+    ctx_init(&c, st, TOPIC, 1);
+    static const char *topics[] = {TOPIC};
+    cdc_kafka_options_t o = {.topics = topics, .ntopics = 1, .log = test_log, .log_opaque = &c};
+    cdc_kafka_t *k = NULL;
+    cdc_error_t e = {0};
+
+    /* Good: comments, blanks, spaces around '=', a secret; brokers and
+     * group from the file. */
+    char *good = write_file("# SASL settings\n\n bootstrap.servers = 127.0.0.1:1 \ngroup.id=g-file\n"
+                            "sasl.password=hunter2-secret-value\nenable.auto.commit=true\n");
+    o.config_file = good;
+    cr_assert_eq(cdc_kafka_open(st, &o, &k, &e), 0, "%s", e.msg);
+    cdc_kafka_close(k);
+    cr_assert_null(strstr(c.log ? c.log : "", "hunter2"), "%s", c.log);
+    cr_assert_not_null(strstr(c.log, "enable.auto.commit is always false"), "%s", c.log);
+
+    /* A line without '=' names the file and line. */
+    char *bad = write_file("group.id=g\nbootstrap.servers\n");
+    o.config_file = bad;
+    cr_assert_eq(cdc_kafka_open(st, &o, &k, &e), CDC_EINVAL);
+    cr_assert_null(k);
+    char where[256];
+    snprintf(where, sizeof where, "%s:2", bad);
+    cr_assert_not_null(strstr(e.msg, where), "%s", e.msg);
+
+    /* An invalid secret property: the value is not in the message. */
+    char *secret = write_file("group.id=g\nmy.password=hunter2-secret-value\n");
+    o.config_file = secret;
+    cr_assert_eq(cdc_kafka_open(st, &o, &k, &e), CDC_EINVAL);
+    cr_assert_not_null(strstr(e.msg, "my.password"), "%s", e.msg);
+    cr_assert_null(strstr(e.msg, "hunter2"), "%s", e.msg);
+
+    /* Missing group or brokers, missing file. */
+    char *nogroup = write_file("bootstrap.servers=127.0.0.1:1\n");
+    o.config_file = nogroup;
+    cr_assert_eq(cdc_kafka_open(st, &o, &k, &e), CDC_EINVAL);
+    cr_assert_not_null(strstr(e.msg, "group"), "%s", e.msg);
+    o.config_file = "/nonexistent/kafka.properties";
+    cr_assert_eq(cdc_kafka_open(st, &o, &k, &e), -ENOENT);
+    o.config_file = NULL;
+    o.group = "g";
+    cr_assert_eq(cdc_kafka_open(st, &o, &k, &e), CDC_EINVAL);
+    cr_assert_not_null(strstr(e.msg, "brokers"), "%s", e.msg);
+    o.ntopics = 0;
+    cr_assert_eq(cdc_kafka_open(st, &o, &k, &e), CDC_EINVAL);
+    cr_assert_null(c.log ? strstr(c.log, "hunter2") : NULL);
+
+    for (char **p = (char *[]){good, bad, secret, nogroup, NULL}; *p; p++) {
+        unlink(*p);
+        free(*p);
+    }
+    cdc_kafka_close(NULL);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    ctx_free(&c);
+}
+
+/* ---- The command ---- */
+
+/* build/tests/test_kafka -> build/cdcstore */
+static char *cdcstore_path(void)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    cr_assert(n > 0);
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    *slash = 0;
+    slash = strrchr(self, '/');
+    *slash = 0;
+    char *p = NULL;
+    cr_assert(asprintf(&p, "%s/cdcstore", self) > 0);
+    if (access(p, X_OK)) cr_skip_test("%s not built", p);
+    return p;
+}
+
+/* Starts `cdcstore ingest` on the mock cluster with small batches; its
+ * stderr goes to errlog.  The child dies with the test process. */
+static pid_t spawn_ingest(const char *bin, const char *db, const mock *m, const char *latency, const char *errlog)
+{
+    /* The mock cluster's coordinator waits a session timeout for members it
+     * still knows; a short one keeps restarts quick. */
+    char conf[600];
+    snprintf(conf, sizeof conf, "%s.properties", errlog);
+    FILE *f = fopen(conf, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "# test settings\nsession.timeout.ms=6000\nheartbeat.interval.ms=300\n");
+    fclose(f);
+    const char *argv[24];
+    int n = 0;
+    argv[n++] = bin;
+    argv[n++] = "ingest";
+    argv[n++] = "--db";
+    argv[n++] = db;
+    argv[n++] = "--brokers";
+    argv[n++] = m->bootstraps;
+    argv[n++] = "--topic";
+    argv[n++] = TOPIC;
+    argv[n++] = "--batch-max-events";
+    argv[n++] = "3";
+    argv[n++] = "--batch-max-ms";
+    argv[n++] = "50";
+    argv[n++] = "--kafka-config";
+    argv[n++] = conf;
+    if (latency) {
+        argv[n++] = "--latency-report";
+        argv[n++] = latency;
+    }
+    argv[n] = NULL;
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int fd = open(errlog, O_WRONLY | O_CREAT | O_APPEND, 0644), nul = open("/dev/null", O_RDWR);
+        if (fd < 0 || nul < 0) _exit(127);
+        dup2(nul, 0);
+        dup2(nul, 1);
+        dup2(fd, 2);
+        execv(bin, (char **)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_status(pid_t pid)
+{
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    return st;
+}
+
+/* Reads the replica's position read-only while the command may hold it. */
+static int64_t position_ro(const char *dir)
+{
+    cdc_open_options_t oo = {.read_only = 1};
+    cdc_store_t *st = NULL;
+    if (cdc_store_open(dir, &oo, &st, NULL)) return -2;
+    int64_t off = -1;
+    cdc_store_position(st, TOPIC, 0, &off, NULL);
+    cdc_store_close(st);
+    return off;
+}
+
+Test(kafka, the_command_exits_0_on_sigterm_and_3_with_dead_letters)
+{
+    char *bin = cdcstore_path();
+    mock m;
+    mock_start(&m, TOPIC, 1);
+    produce_doc(&m, TOPIC);
+    char *dir = tu_tmpdir();
+    char db[512], errlog[512], lat[512];
+    snprintf(db, sizeof db, "%s/replica", dir);
+    snprintf(errlog, sizeof errlog, "%s/stderr", dir);
+    snprintf(lat, sizeof lat, "%s/latency", dir);
+    pid_t pid = spawn_ingest(bin, db, &m, lat, errlog);
+    int64_t pos = -1;
+    for (int t = 0; t < 300 && pos < DOC_N - 1; t++) {
+        usleep(100000);
+        pos = position_ro(db);
+    }
+    cr_assert_eq(pos, DOC_N - 1);
+    kill(pid, SIGTERM);
+    int st = wait_status(pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+    cdc_store_t *s = tu_open(db);
+    check_doc_table(s);
+    cdc_store_close(s);
+    /* The default group is cdcstore-<basename of DIR>. */
+    cr_assert_eq(committed(&m, "cdcstore-replica", TOPIC, 0), DOC_N);
+
+    /* A bad record: the run goes on, and the exit status says 3. */
+    produce(&m, TOPIC, 0, "{\"order_id\":9}", "not an envelope");
+    produce_flush(&m);
+    pid = spawn_ingest(bin, db, &m, NULL, errlog);
+    pos = -1;
+    for (int t = 0; t < 300 && pos < DOC_N; t++) {
+        usleep(100000);
+        pos = position_ro(db);
+    }
+    cr_assert_eq(pos, DOC_N);
+    kill(pid, SIGINT);
+    st = wait_status(pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %d", st);
+    free(bin);
+    tu_rmrf(dir);
+    free(dir);
+    mock_stop(&m);
+}
+
+/* How many times needle occurs in the file at path. */
+static int count_in_file(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char *line = NULL;
+    size_t cap = 0;
+    int n = 0;
+    while (getline(&line, &cap, f) > 0)
+        if (strstr(line, needle)) n++;
+    free(line);
+    fclose(f);
+    return n;
+}
+
+#define KILL_N 3000
+
+Test(kafka, the_command_killed_mid_run_resumes_to_the_same_state)
+{
+    char *bin = cdcstore_path();
+    mock m;
+    mock_start(&m, TOPIC, 1);
+    char *dir = tu_tmpdir();
+    char db[512], errlog[512];
+    snprintf(db, sizeof db, "%s/replica", dir);
+    snprintf(errlog, sizeof errlog, "%s/stderr", dir);
+    /* 3000 changes of 100 keys; SIGKILL once a batch has been applied. */
+    for (int i = 0; i < KILL_N; i++) {
+        char key[64], val[512];
+        snprintf(key, sizeof key, "{\"order_id\":%d}", i % 100);
+        snprintf(val, sizeof val,
+                 "{\"op\":\"%s\",\"after\":{\"order_id\":%d,\"status\":\"v%d\",\"amount\":\"%d.00\"},\"source\":{\"lsn\":%d}}",
+                 i < 100 ? "c" : "u", i % 100, i, i, 1000 + i);
+        produce(&m, TOPIC, 0, key, val);
+    }
+    produce_flush(&m);
+    pid_t pid = spawn_ingest(bin, db, &m, NULL, errlog);
+    int64_t pos = -1;
+    for (int t = 0; t < 6000 && pos < 0; t++) {
+        usleep(5000);
+        pos = position_ro(db);
+    }
+    kill(pid, SIGKILL);
+    int st = wait_status(pid);
+    cr_assert(WIFSIGNALED(st));
+    int64_t at_kill = position_ro(db);
+    cr_assert_geq(at_kill, 0);
+    if (at_kill >= KILL_N - 1) cr_log_warn("the first run finished before it was killed");
+
+    pid = spawn_ingest(bin, db, &m, NULL, errlog);
+    /* The handlers are installed before the consumer says it runs. */
+    for (int t = 0; t < 300 && count_in_file(errlog, "as group member") < 2; t++) usleep(50000);
+    pos = -1;
+    for (int t = 0; t < 300 && pos < KILL_N - 1; t++) {
+        usleep(100000);
+        pos = position_ro(db);
+    }
+    cr_assert_eq(pos, KILL_N - 1);
+    kill(pid, SIGTERM);
+    st = wait_status(pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+    cdc_store_t *s = tu_open(db);
+    for (int k = 0; k < 100; k++) {
+        char key[64], want[16];
+        snprintf(key, sizeof key, "[%d]", k);
+        snprintf(want, sizeof want, "v%d", KILL_N - 100 + k);
+        cdc_row_t row;
+        cr_assert_eq(cdc_store_get(s, TABLE, key, &row, NULL), 0);
+        cr_assert(row.lens[1] == strlen(want) && !memcmp(row.values[1], want, strlen(want)), "key %d", k);
+    }
+    cdc_stats_t stats;
+    cr_assert_eq(cdc_store_stats(s, TABLE, &stats, NULL), 0);
+    cr_assert_eq(stats.rows_live, 100);
+    cdc_store_close(s);
+    free(bin);
+    tu_rmrf(dir);
+    free(dir);
+    mock_stop(&m);
+}
