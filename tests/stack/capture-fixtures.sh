@@ -11,14 +11,18 @@
 #   (default: all). Each scenario starts from scratch: it deletes every
 #   connector, every shop.* topic and recreates database shop.
 #
-# Needs: the stack up (tests/stack/stack.sh up), kcat, jq.
+# Needs: the stack up (tests/stack/stack.sh up), kcat, jq. CAPTURE_OUT=DIR
+# writes the files there instead of tests/data/debezium/.
 
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$SCRIPT_DIR/../.." && pwd)
-OUT=$REPO/tests/data/debezium
-SQL=$OUT/sql
+SQL=$REPO/tests/data/debezium/sql
+# CAPTURE_OUT: where the .jsonl files go (to compare a new capture with the
+# committed one without overwriting it).
+OUT=${CAPTURE_OUT:-$REPO/tests/data/debezium}
+mkdir -p "$OUT"
 STACK=$SCRIPT_DIR/stack.sh
 CONN=$SCRIPT_DIR/connector.sh
 eval "$("$STACK" env)"
@@ -97,7 +101,7 @@ dump() {
     for t in "$@"; do
         kcat -b "$KAFKA_BROKERS" -C -J -e -q -t "$t" >>"$file"
     done
-    log "wrote $(wc -l <"$file") lines to ${file#"$REPO"/}"
+    log "wrote $(wc -l <"$file") lines to $file"
 }
 
 # sql_phase FILE PHASE: the statements of one phase of resnapshot.sql.
@@ -185,6 +189,7 @@ sc_resnapshot() {
 declare -A SESSION_FD
 session_start() {
     local name=$1 fd
+    rm -f "$TMP/$name.in"
     mkfifo "$TMP/$name.in"
     PGAPPNAME=fx_$name psql -X -q -v ON_ERROR_STOP=1 -At <"$TMP/$name.in" >"$TMP/$name.out" 2>&1 &
     exec {fd}>"$TMP/$name.in"
@@ -297,8 +302,9 @@ sc_inflight_single_tx() {
 ALL="snapshot_stream precise_decimal schemas_enabled toast_unchanged inflight_handover inflight_single_tx composite_key resnapshot"
 
 main() {
-    local s
-    for s in ${@:-$ALL}; do
+    local s scenarios
+    if (($# > 0)); then scenarios=("$@"); else read -ra scenarios <<<"$ALL"; fi
+    for s in "${scenarios[@]}"; do
         declare -F "sc_$s" >/dev/null || die "unknown scenario $s (known: $ALL text_uuid_keys)"
         log "---- $s"
         "sc_$s"

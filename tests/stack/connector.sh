@@ -62,7 +62,6 @@ rest() {
         local msg
         msg=$(cat "$out")
         rm -f "$out"
-        REST_CODE=$code
         printf 'connector: %s %s: HTTP %s: %s\n' "$method" "$path" "$code" "$msg" >&2
         return 1
     fi
@@ -74,7 +73,7 @@ rest() {
 # owner).
 su_psql() { psql -X -q -v ON_ERROR_STOP=1 -U "$STACK_PG_SUPERUSER" "$@"; }
 
-ident_of() { printf '%s' "$1" | tr 'A-Z' 'a-z' | tr -c 'a-z0-9_' '_'; }
+ident_of() { printf '%s' "$1" | tr '[:upper:]' '[:lower:]' | tr -c 'a-z0-9_' '_'; }
 
 default_config() {
     local name=$1 id

@@ -109,11 +109,11 @@ stack_running_any() { pid_alive "$(pg_pid)" || pid_alive "$(pid_of kafka)" || pi
 
 pid_of() {
     local f=$RUN/$1.pid
-    [[ -f $f ]] && cat "$f" || true
+    if [[ -f $f ]]; then cat "$f"; fi
 }
 
 pg_pid() {
-    [[ -f $PGDATA/postmaster.pid ]] && head -n 1 "$PGDATA/postmaster.pid" || true
+    if [[ -f $PGDATA/postmaster.pid ]]; then head -n 1 "$PGDATA/postmaster.pid"; fi
 }
 
 port_open() { (exec 3<>"/dev/tcp/$STACK_HOST/$1") 2>/dev/null; }
@@ -192,8 +192,8 @@ ensure_tools() {
     if ((${#missing[@]} > 0)); then
         if is_root && command -v apt-get >/dev/null 2>&1; then
             log "installing Debian packages: ${missing[*]}"
-            apt-get update -q >/dev/null &&
-                DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null ||
+            apt-get update -q >/dev/null || die "apt-get update failed"
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null ||
                 die "apt-get install ${missing[*]} failed"
         else
             die "missing Debian packages: ${missing[*]} (apt-get install -y ${missing[*]})"
@@ -248,7 +248,7 @@ cmd_deps() {
     deps_stamp >"$tmp/.stamp"
     rm -rf "$STACK_JAVA_CACHE"
     mv "$tmp" "$STACK_JAVA_CACHE"
-    log "deps: $(ls "$STACK_JAVA_CACHE/libs" | wc -l) jars in libs/, Debezium in plugins/"
+    log "deps: $(find "$STACK_JAVA_CACHE/libs" -name '*.jar' | wc -l) jars in libs/, Debezium in plugins/"
 }
 
 # ---- PostgreSQL --------------------------------------------------------------
