@@ -441,7 +441,7 @@ static int put_int(const dctx *c, const char *col, const cJSON *v, cdc__buf *out
 {
     if (!num_exact_int(v))
         return fail(c, col, "integer value exceeds 2^53 and cannot be decoded exactly");
-    cdc__buf_printf(out, "%lld", (long long)v->valuedouble);
+    cdc__buf_put_i64(out, (int64_t)v->valuedouble);
     return 0;
 }
 

@@ -13,6 +13,7 @@
  * schemas.enable=true, whose "payload" is an object).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,12 +104,16 @@ static int hex4(const char *p, const char *end, unsigned *v)
 static int unescape(const char *p, const char *end, cdc__buf *b)
 {
     for (p++; p < end; p++) {
+        /* copy the run up to the next quote or backslash in one piece */
+        const char *q = p;
+        while (q < end && *q != '"' && *q != '\\') q++;
+        if (q > p) {
+            cdc__buf_put(b, p, (size_t)(q - p));
+            p = q;
+            if (p >= end) break;
+        }
         char c = *p;
         if (c == '"') return 0;
-        if (c != '\\') {
-            cdc__buf_putc(b, c);
-            continue;
-        }
         if (++p >= end) return -1;
         switch (*p) {
         case '"': cdc__buf_putc(b, '"'); break;
@@ -279,6 +284,88 @@ static void add_line(batch *b, const char *line, size_t len, const char *source,
     batch_add(b, &r, toff, koff, voff);
 }
 
+/* ---- The pipeline ----
+ *
+ * A reader thread reads, scans and decodes batch k+1 while the caller's
+ * thread applies batch k: on two cores, decoding (the larger part of the
+ * work) runs beside the RocksDB reads and writes.  Two batch slots
+ * alternate; a slot is refilled only after its batch was applied, because
+ * the apply reads the records (positions, dead letters). */
+
+typedef struct slot {
+    batch b;
+    cdc__decoded *dec;
+    int ready;          /* filled and decoded, waiting to be applied */
+    int eof;            /* the last batch (possibly empty) */
+    int read_errno;
+    uint64_t bytes;     /* bytes read up to the end of this batch */
+    int64_t lineno;
+} slot;
+
+typedef struct pipe_state {
+    cdc_store_t *st;
+    FILE *fp;
+    const char *source;
+    size_t bs;
+    const cdc_apply_options_t *aopts;
+    slot slots[2];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int abort;
+} pipe_state;
+
+static void *reader_main(void *arg)
+{
+    pipe_state *ps = arg;
+    char *line = NULL;
+    size_t cap = 0;
+    int64_t lineno = 0;
+    uint64_t bytes = 0;
+    for (int k = 0;; k++) {
+        slot *sl = &ps->slots[k % 2];
+        pthread_mutex_lock(&ps->mu);
+        while (sl->ready && !ps->abort) pthread_cond_wait(&ps->cv, &ps->mu);
+        int ab = ps->abort;
+        pthread_mutex_unlock(&ps->mu);
+        if (ab) break;
+        sl->b.n = 0;
+        cdc__buf_reset(&sl->b.text);
+        ssize_t len = 0;
+        while (sl->b.n < ps->bs) {
+            len = getline(&line, &cap, ps->fp);
+            if (len < 0) break;
+            lineno++;
+            bytes += (uint64_t)len;
+            while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
+            const char *q = skip_ws(line, line + len);
+            if (q < line + len) add_line(&sl->b, line, (size_t)len, ps->source, lineno);
+        }
+        sl->eof = len < 0;
+        sl->read_errno = len < 0 && ferror(ps->fp) ? (errno ? errno : EIO) : 0;
+        sl->bytes = bytes;
+        sl->lineno = lineno;
+        batch_seal(&sl->b);
+        sl->dec = sl->b.n ? cdc__decode_batch(ps->st, sl->b.recs, sl->b.n, ps->aopts, 1) : NULL;
+        pthread_mutex_lock(&ps->mu);
+        sl->ready = 1;
+        pthread_cond_broadcast(&ps->cv);
+        pthread_mutex_unlock(&ps->mu);
+        if (sl->eof) break;
+    }
+    free(line);
+    return NULL;
+}
+
+static void add_result(cdc_apply_result_t *tot, const cdc_apply_result_t *r)
+{
+    tot->read += r->read;
+    tot->applied += r->applied;
+    tot->stale += r->stale;
+    tot->duplicate += r->duplicate;
+    tot->tombstones += r->tombstones;
+    tot->dead_letters += r->dead_letters;
+}
+
 int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_options_t *o,
                          cdc_apply_result_t *total, cdc_error_t *err)
 {
@@ -286,49 +373,55 @@ int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_optio
     cdc_apply_result_t tot = {0};
     if (!o) o = &defo;
     if (!st || !path) return cdc__err(err, CDC_EINVAL, "cdc_store_apply_file: bad arguments");
-    size_t bs = o->batch_size ? o->batch_size : 10000;
     FILE *fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!fp) return cdc__err(err, -errno, "%s: cannot open: %s", path, strerror(errno));
-    const char *source = strcmp(path, "-") == 0 ? "stdin" : path;
-    batch b = {0};
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    int64_t lineno = 0;
-    uint64_t bytes = 0;
+    pipe_state ps = {0};
+    ps.st = st;
+    ps.fp = fp;
+    ps.source = strcmp(path, "-") == 0 ? "stdin" : path;
+    ps.bs = o->batch_size ? o->batch_size : 10000;
+    ps.aopts = &o->apply;
+    pthread_mutex_init(&ps.mu, NULL);
+    pthread_cond_init(&ps.cv, NULL);
+    pthread_t th;
     int rc = 0;
-    for (;;) {
-        len = getline(&line, &cap, fp);
-        if (len >= 0) {
-            lineno++;
-            bytes += (uint64_t)len;
-            while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
-            const char *q = skip_ws(line, line + len);
-            if (q < line + len) add_line(&b, line, (size_t)len, source, lineno);
-        }
-        if (b.n && (b.n >= bs || len < 0)) {
-            cdc_apply_result_t r;
-            batch_seal(&b);
-            rc = cdc_store_apply(st, b.recs, b.n, &o->apply, &r, err);
-            tot.read += r.read;
-            tot.applied += r.applied;
-            tot.stale += r.stale;
-            tot.duplicate += r.duplicate;
-            tot.tombstones += r.tombstones;
-            tot.dead_letters += r.dead_letters;
-            b.n = 0;
-            cdc__buf_reset(&b.text);
-            if (o->progress) o->progress(o->progress_opaque, &tot, bytes);
-            if (rc) break;
-            if (o->stop && *o->stop) break;
-        }
-        if (len < 0) break;
+    if (pthread_create(&th, NULL, reader_main, &ps) != 0) {
+        if (fp != stdin) fclose(fp);
+        return cdc__err(err, CDC_ENOMEM, "%s: cannot start the reader thread", ps.source);
     }
-    if (rc == 0 && ferror(fp)) rc = cdc__err(err, CDC_EIO, "%s: read error at line %lld", source, (long long)lineno);
-    free(line);
-    free(b.recs);
-    free(b.off);
-    cdc__buf_free(&b.text);
+    for (int k = 0;; k++) {
+        slot *sl = &ps.slots[k % 2];
+        pthread_mutex_lock(&ps.mu);
+        while (!sl->ready) pthread_cond_wait(&ps.cv, &ps.mu);
+        pthread_mutex_unlock(&ps.mu);
+        int eof = sl->eof;
+        if (sl->b.n) {
+            cdc_apply_result_t r;
+            rc = cdc__apply_decoded(st, sl->b.recs, sl->b.n, sl->dec, &o->apply, &r, err);
+            sl->dec = NULL;
+            add_result(&tot, &r);
+            if (o->progress) o->progress(o->progress_opaque, &tot, sl->bytes);
+        }
+        if (rc == 0 && sl->read_errno)
+            rc = cdc__err(err, CDC_EIO, "%s: read error after line %lld: %s", ps.source,
+                          (long long)sl->lineno, strerror(sl->read_errno));
+        int stop = rc || (o->stop && *o->stop);
+        pthread_mutex_lock(&ps.mu);
+        sl->ready = 0;
+        if (stop) ps.abort = 1;
+        pthread_cond_broadcast(&ps.cv);
+        pthread_mutex_unlock(&ps.mu);
+        if (stop || eof) break;
+    }
+    pthread_join(th, NULL);
+    for (int i = 0; i < 2; i++) {
+        if (ps.slots[i].ready) cdc__decoded_free(ps.slots[i].dec, ps.slots[i].b.n);
+        free(ps.slots[i].b.recs);
+        free(ps.slots[i].b.off);
+        cdc__buf_free(&ps.slots[i].b.text);
+    }
+    pthread_mutex_destroy(&ps.mu);
+    pthread_cond_destroy(&ps.cv);
     if (fp != stdin) fclose(fp);
     if (total) *total = tot;
     return rc;

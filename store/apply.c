@@ -381,27 +381,18 @@ static cdc__table *table_for_record(cdc_store_t *st, const cdc_record_t *r)
     return NULL;
 }
 
-int cdc_store_apply(cdc_store_t *st, const cdc_record_t *recs, size_t n,
-                    const cdc_apply_options_t *opts, cdc_apply_result_t *res, cdc_error_t *err)
+/* Decodes a batch; with threads > 1 the records are split between two
+ * threads.  Decoding only reads the store's settings, so it may run beside
+ * an apply of another batch (the file source's pipeline does). */
+cdc__decoded *cdc__decode_batch(cdc_store_t *st, const cdc_record_t *recs, size_t n,
+                                const cdc_apply_options_t *opts, int threads)
 {
-    cdc_apply_options_t defo = {0};
-    cdc_apply_result_t dummy;
-    if (!opts) opts = &defo;
-    if (!res) res = &dummy;
-    memset(res, 0, sizeof *res);
-    if (!st || (n && !recs)) return cdc__err(err, CDC_EINVAL, "cdc_store_apply: bad arguments");
-    if (st->read_only) return cdc__err(err, CDC_EINVAL, "%s: replica opened read-only", st->dir);
-    if (st->broken)
-        return cdc__err(err, CDC_EIO, "%s: an earlier write failed; reopen the replica", st->dir);
-    if (n == 0) return 0;
-    size_t max_bytes = opts->max_record_bytes ? opts->max_record_bytes : (16u << 20);
-
-    rec_state *rs = calloc(n, sizeof *rs);
-    /* Decoding is independent per record: split it over two threads. */
+    size_t max_bytes = opts && opts->max_record_bytes ? opts->max_record_bytes : (16u << 20);
+    rec_state *rs = calloc(n ? n : 1, sizeof *rs);
     decode_job jobs[2] = {{st, recs, rs, 0, n, max_bytes}, {st, recs, rs, n, n, max_bytes}};
     pthread_t th;
     int threaded = 0;
-    if (n >= PARALLEL_MIN) {
+    if (threads > 1 && n >= PARALLEL_MIN) {
         jobs[0].to = n / 2;
         jobs[1].from = n / 2;
         threaded = pthread_create(&th, NULL, decode_range, &jobs[1]) == 0;
@@ -409,7 +400,46 @@ int cdc_store_apply(cdc_store_t *st, const cdc_record_t *recs, size_t n,
     }
     decode_range(&jobs[0]);
     if (threaded) pthread_join(th, NULL);
-    else if (jobs[1].from < n) decode_range(&jobs[1]);
+    return (cdc__decoded *)rs;
+}
+
+void cdc__decoded_free(cdc__decoded *dec, size_t n)
+{
+    rec_state *rs = (rec_state *)dec;
+    if (!rs) return;
+    for (size_t i = 0; i < n; i++) {
+        cdc__event_free(&rs[i].ev);
+        free(rs[i].reason);
+    }
+    free(rs);
+}
+
+int cdc_store_apply(cdc_store_t *st, const cdc_record_t *recs, size_t n,
+                    const cdc_apply_options_t *opts, cdc_apply_result_t *res, cdc_error_t *err)
+{
+    if (!st || (n && !recs)) {
+        if (res) memset(res, 0, sizeof *res);
+        return cdc__err(err, CDC_EINVAL, "cdc_store_apply: bad arguments");
+    }
+    return cdc__apply_decoded(st, recs, n, n ? cdc__decode_batch(st, recs, n, opts, 2) : NULL, opts, res, err);
+}
+
+int cdc__apply_decoded(cdc_store_t *st, const cdc_record_t *recs, size_t n, cdc__decoded *dec,
+                       const cdc_apply_options_t *opts, cdc_apply_result_t *res, cdc_error_t *err)
+{
+    cdc_apply_options_t defo = {0};
+    cdc_apply_result_t dummy;
+    rec_state *rs = (rec_state *)dec;
+    if (!opts) opts = &defo;
+    if (!res) res = &dummy;
+    memset(res, 0, sizeof *res);
+    int early = 0;
+    if (st->read_only) early = cdc__err(err, CDC_EINVAL, "%s: replica opened read-only", st->dir);
+    else if (st->broken) early = cdc__err(err, CDC_EIO, "%s: an earlier write failed; reopen the replica", st->dir);
+    if (early || n == 0) {
+        cdc__decoded_free(dec, n);
+        return early;
+    }
 
     int rc = 0, stopped = 0;
     char where[600];

@@ -93,10 +93,18 @@ void cdc__buf_put(cdc__buf *b, const void *data, size_t n)
     b->len += n;
 }
 
-void cdc__buf_putc(cdc__buf *b, char c)
+void cdc__buf_put_i64(cdc__buf *b, int64_t v)
 {
-    cdc__buf_reserve(b, 1);
-    b->p[b->len++] = c;
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    cdc__buf_reserve(b, (size_t)n + 1);
+    if (v < 0) b->p[b->len++] = '-';
+    while (n) b->p[b->len++] = tmp[--n];
 }
 
 void cdc__buf_puts(cdc__buf *b, const char *s) { cdc__buf_put(b, s, strlen(s)); }

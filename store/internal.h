@@ -29,7 +29,13 @@ typedef struct cdc__buf {
 
 void cdc__buf_reserve(cdc__buf *b, size_t extra);
 void cdc__buf_put(cdc__buf *b, const void *data, size_t n);
-void cdc__buf_putc(cdc__buf *b, char c);
+static inline void cdc__buf_putc(cdc__buf *b, char c)
+{
+    if (b->len == b->cap) cdc__buf_reserve(b, 1);
+    b->p[b->len++] = c;
+}
+/* Appends the decimal text of v (no printf: this is on the apply path). */
+void cdc__buf_put_i64(cdc__buf *b, int64_t v);
 void cdc__buf_puts(cdc__buf *b, const char *s);
 void cdc__buf_printf(cdc__buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cdc__buf_put_varint(cdc__buf *b, uint64_t v);
@@ -126,6 +132,18 @@ int cdc__decode_key_json(const char *json, const char *const *keycols, size_t nk
 /* Maps a Debezium topic "prefix.schema.table" to "schema.table" in out
  * (size outsz).  0 ok, -1 when the topic does not have three parts. */
 int cdc__table_from_topic(const char *topic, char *out, size_t outsz);
+
+/* ---- Apply in two stages (store/apply.c) ---- */
+
+/* A decoded batch, opaque outside apply.c. */
+typedef struct cdc__decoded cdc__decoded;
+cdc__decoded *cdc__decode_batch(cdc_store_t *st, const cdc_record_t *recs, size_t n,
+                                const cdc_apply_options_t *opts, int threads);
+void cdc__decoded_free(cdc__decoded *dec, size_t n);
+/* cdc_store_apply() after decoding; consumes dec.  recs must be the records
+ * dec was decoded from, still alive. */
+int cdc__apply_decoded(cdc_store_t *st, const cdc_record_t *recs, size_t n, cdc__decoded *dec,
+                       const cdc_apply_options_t *opts, cdc_apply_result_t *res, cdc_error_t *err);
 
 /* ---- Stored values (store/codec.c) ---- */
 

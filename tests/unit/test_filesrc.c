@@ -1,0 +1,138 @@
+/*
+ * test_filesrc.c: the file source: kcat -J lines and bare envelopes, blank
+ * lines, lines that are not JSON (dead-lettered with file and line), the
+ * reader/apply pipeline at several batch sizes, --on-error stop and the stop
+ * flag ending the pipeline early.
+ */
+#include <criterion/criterion.h>
+
+#include "testutil.h"
+
+#define DOC "tests/data/doc/events.jsonl"
+
+static char *write_tmp(const char *text)
+{
+    char *path = strdup("/tmp/cdcfile.XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+Test(filesrc, every_batch_size_gives_the_same_view)
+{
+    char *ref = NULL;
+    for (size_t bs = 1; bs <= 12; bs++) {
+        char *dir = tu_tmpdir();
+        cdc_store_t *st = tu_open(dir);
+        cdc_file_options_t fo = {.batch_size = bs};
+        cdc_apply_result_t r;
+        cdc_error_t e = {0};
+        cr_assert_eq(cdc_store_apply_file(st, DOC, &fo, &r, &e), 0, "%s", e.msg);
+        cr_assert_eq(r.read, 11);
+        cr_assert_eq(r.tombstones, 1);
+        char *v = tu_export(st, "public.orders", 0);
+        if (!ref) ref = v;
+        else {
+            cr_assert_str_eq(v, ref, "batch size %zu", bs);
+            free(v);
+        }
+        cdc_store_close(st);
+        tu_rmrf(dir);
+        free(dir);
+    }
+    cr_assert_str_eq(ref, "order_id,status,amount\n1,shipped,25.00\n3,paid,60.00\n4,paid,15.00\n");
+    free(ref);
+}
+
+Test(filesrc, bare_envelopes_blank_and_bad_lines)
+{
+    char *path = write_tmp(
+        "{\"op\":\"c\",\"after\":{\"id\":1,\"s\":\"a,b\"},\"source\":{\"schema\":\"public\",\"table\":\"t\",\"lsn\":10}}\n"
+        "\n"
+        "   \n"
+        "this is not json\n"
+        "{\"op\":\"u\",\"after\":{\"id\":1,\"s\":\"c\\\"d\"},\"source\":{\"schema\":\"public\",\"table\":\"t\",\"lsn\":20}}\r\n"
+        "{\"topic\":\"x.public.t\",\"partition\":0,\"offset\":5,\"key\":\"{\\\"id\\\":2}\",\"payload\":\"{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":2,\\\"s\\\":\\\"\\\\u00e9\\\"},\\\"source\\\":{\\\"lsn\\\":30}}\"}\n");
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    cdc_apply_result_t r;
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_apply_file(st, path, NULL, &r, &e), 0, "%s", e.msg);
+    cr_assert_eq(r.read, 4);
+    cr_assert_eq(r.dead_letters, 1);
+    char *v = tu_export(st, "public.t", 0);
+    cr_assert_str_eq(v, "id,s\n1,\"c\"\"d\"\n2,é\n");
+    cdc_dlq_iter_t *it;
+    cdc_dead_letter_t dl;
+    cr_assert_eq(cdc_dlq_open(st, &it, NULL), 0);
+    cr_assert_eq(cdc_dlq_next(it, &dl, NULL), 1);
+    cr_assert_eq(dl.line, 4, "the bad line's number");
+    cr_assert_str_eq(dl.source, path);
+    cr_assert(strstr(dl.reason, ":4:") || strstr(dl.reason, ":4 ") || strstr(dl.reason, ":4"), "%s", dl.reason);
+    cdc_dlq_close(it);
+    free(v);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    unlink(path);
+    free(path);
+}
+
+Test(filesrc, on_error_stop_and_stop_flag_end_the_pipeline)
+{
+    /* 300 good records, one bad, 300 more: stop applies what came before */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    for (int i = 0; i < 601; i++) {
+        if (i == 300) fputs("{\"topic\":\"x.public.t\",\"partition\":0,\"offset\":300,\"key\":\"{}\",\"payload\":\"[1]\"}\n", f);
+        else
+            fprintf(f, "{\"topic\":\"x.public.t\",\"partition\":0,\"offset\":%d,\"key\":\"{\\\"id\\\":%d}\",\"payload\":"
+                       "\"{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":%d},\\\"source\\\":{\\\"lsn\\\":%d}}\"}\n",
+                    i, i, i, 100 + i);
+    }
+    fclose(f);
+    char *path = write_tmp(text);
+    free(text);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    cdc_file_options_t fo = {.batch_size = 7};
+    fo.apply.on_error = CDC_ON_ERROR_STOP;
+    cdc_apply_result_t r;
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_apply_file(st, path, &fo, &r, &e), CDC_ESTOPPED);
+    int64_t pos;
+    cdc_store_position(st, "x.public.t", 0, &pos, NULL);
+    cr_assert_eq(pos, 299);
+    cdc_stats_t s;
+    cdc_store_stats(st, "public.t", &s, NULL);
+    cr_assert_eq(s.rows_live, 300);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    /* the stop flag: set before the run, it ends after the first batch */
+    st = tu_open(dir);
+    volatile int stop = 1;
+    cdc_file_options_t fo2 = {.batch_size = 50, .stop = &stop};
+    cr_assert_eq(cdc_store_apply_file(st, path, &fo2, &r, &e), 0, "%s", e.msg);
+    cr_assert_eq(r.read, 50);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    unlink(path);
+    free(path);
+}
+
+Test(filesrc, missing_file_names_it)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    cdc_error_t e = {0};
+    int rc = cdc_store_apply_file(st, "/nonexistent/events.jsonl", NULL, NULL, &e);
+    cr_assert(rc < 0);
+    cr_assert(strstr(e.msg, "/nonexistent/events.jsonl") != NULL, "%s", e.msg);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
