@@ -31,21 +31,32 @@ static void out_flush(out *o)
     o->b.len = 0;
 }
 
+/* Bytes that force quoting in a CSV field. */
+static const unsigned char csv_special[256] = {['\n'] = 1, ['\r'] = 1, ['"'] = 1, [','] = 1};
+
 static void csv_field(cdc__buf *b, const char *v, size_t n)
 {
+    const unsigned char *u = (const unsigned char *)v;
+    size_t quotes = 0;
     int quote = n == 0 || (n == 2 && v[0] == '\\' && v[1] == '.');
-    for (size_t i = 0; i < n && !quote; i++)
-        if (v[i] == ',' || v[i] == '"' || v[i] == '\n' || v[i] == '\r') quote = 1;
+    for (size_t i = 0; i < n; i++)
+        if (csv_special[u[i]]) {
+            quote = 1;
+            quotes += u[i] == '"';
+        }
     if (!quote) {
         cdc__buf_put(b, v, n);
         return;
     }
-    cdc__buf_putc(b, '"');
+    cdc__buf_reserve(b, n + quotes + 2);
+    char *o = b->p + b->len;
+    *o++ = '"';
     for (size_t i = 0; i < n; i++) {
-        if (v[i] == '"') cdc__buf_putc(b, '"');
-        cdc__buf_putc(b, v[i]);
+        if (v[i] == '"') *o++ = '"';
+        *o++ = v[i];
     }
-    cdc__buf_putc(b, '"');
+    *o++ = '"';
+    b->len = (size_t)(o - b->p);
 }
 
 static void json_str(cdc__buf *b, const char *s, size_t n)
