@@ -536,7 +536,8 @@ typedef struct cdc_reconcile_result {
     uint64_t ranges_compared, ranges_differing;
     uint64_t rows_fetched;        /* rows read back from both sides to find the keys */
     uint64_t transient;           /* suspected differences gone on a recheck (live load) */
-    uint64_t missing, extra, different, columns; /* reported differences */
+    uint64_t missing, extra, different, columns; /* differences: reported through on_diff, except
+                                   * past the first 1,000,000 rows, which are only counted */
     double seconds;
 } cdc_reconcile_result_t;
 

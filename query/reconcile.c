@@ -64,6 +64,10 @@
 #define DEFAULT_RECHECK_MS 500
 #define ROWS_PER_RANGE 8192
 #define FETCH_ROWS 10000
+/* Suspected differences kept (with both rows) for the rechecks; beyond it
+ * differences are counted, not listed or rechecked, so that a replica that
+ * lost a whole table does not exhaust memory. */
+#define MAX_CANDIDATES 1000000
 
 /* One side's view of a key: present or not, with its values. */
 typedef struct side {
@@ -105,6 +109,7 @@ typedef struct ctx {
     /* Candidates. */
     cand *c;
     size_t nc, capc;
+    uint64_t unlisted;       /* differences past MAX_CANDIDATES: counted only */
 } ctx;
 
 /* ---- Messages ---- */
@@ -558,7 +563,9 @@ static int compare_rows(ctx *x, const cdc__buf *lo, const cdc__buf *hi)
         }
         if (!src_done && si >= sn) {
             PQclear(r);
-            if (!(r = q(x, "FETCH " "10000" " FROM cdc_rows", "reading rows"))) {
+            char fetch[64];
+            snprintf(fetch, sizeof fetch, "FETCH %d FROM cdc_rows", FETCH_ROWS);
+            if (!(r = q(x, fetch, "reading rows"))) {
                 rc = CDC_ESOURCE;
                 goto done;
             }
@@ -582,23 +589,33 @@ static int compare_rows(ctx *x, const cdc__buf *lo, const cdc__buf *hi)
                 rl[c] = row.lens[x->rcols[c]];
             }
         if (cmp < 0) { /* only in the replica */
-            cand *c = add_cand(x, row.key, row.key_len);
-            side_set(&c->rep, x->ncmp, rv, rl, row.lsn);
+            if (x->nc < MAX_CANDIDATES) {
+                cand *c = add_cand(x, row.key, row.key_len);
+                side_set(&c->rep, x->ncmp, rv, rl, row.lsn);
+            } else {
+                x->res->extra++, x->unlisted++;
+            }
             have_rep = 0;
         } else if (cmp > 0) { /* only in the source */
-            source_values(x, r, si, sv, sl);
-            cand *c = add_cand(x, sk.p, sk.len);
-            side_set(&c->src, x->ncmp, sv, sl, 0);
+            if (x->nc < MAX_CANDIDATES) {
+                source_values(x, r, si, sv, sl);
+                cand *c = add_cand(x, sk.p, sk.len);
+                side_set(&c->src, x->ncmp, sv, sl, 0);
+            } else {
+                x->res->missing++, x->unlisted++;
+            }
             si++;
         } else {
             source_values(x, r, si, sv, sl);
             int same = 1;
             for (size_t k = 0; k < x->ncmp && same; k++)
                 same = !rv[k] == !sv[k] && (!rv[k] || (rl[k] == sl[k] && !memcmp(rv[k], sv[k], rl[k])));
-            if (!same) {
+            if (!same && x->nc < MAX_CANDIDATES) {
                 cand *c = add_cand(x, row.key, row.key_len);
                 side_set(&c->rep, x->ncmp, rv, rl, row.lsn);
                 side_set(&c->src, x->ncmp, sv, sl, 0);
+            } else if (!same) {
+                x->res->different++, x->unlisted++;
             }
             have_rep = 0;
             si++;
@@ -1090,6 +1107,10 @@ int cdc_reconcile(const char *dir, const char *table, const char *conninfo, cons
     }
     PQclear(r);
     if (x.nc) rc = recheck(&x);
+    if (!rc && x.unlisted)
+        logf_(&x, CDC_LOG_WARN,
+              "%llu more differences were counted but not listed or rechecked (the first %d are listed)",
+              (unsigned long long)x.unlisted, MAX_CANDIDATES);
 done:
     res->seconds = now_s() - t0;
     for (size_t i = 0; i < x.nc; i++) {
