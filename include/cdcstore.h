@@ -484,7 +484,9 @@ CDC_API void cdc_range_hashes_free(cdc_range_hash_t *r, size_t n);
  * cdc_hash_ranges() with the same options, the hash as 16 hex digits.  It
  * uses built-in functions only.  Run it with DateStyle=ISO, TimeZone=UTC and
  * extra_float_digits=1; column types are not known here, so values are
- * rendered by their output functions (format('%s', c)).  The key columns and
+ * rendered by their output functions (format('%s', c)); a timestamptz is then
+ * not in the ISO form Debezium sends ("...T08:30:00.000000Z") and differs
+ * (cdc_reconcile reads the types and matches it).  The key columns and
  * their kinds are taken from the replica's first row.
  * Ownership: *sql is malloc'd, the caller frees it with free().
  * Errors: CDC_ENOTFOUND for an unknown or empty table. */
