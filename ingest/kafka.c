@@ -296,6 +296,13 @@ static void commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_pa
     (void)rk;
     (void)offsets;
     cdc_kafka_t *k = opaque;
+    /* A commit sent while the group rebalances is refused; the next batch's
+     * commit brings the monitoring offsets up to date. */
+    if (err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS || err == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
+        err == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID) {
+        klog(k, CDC_LOG_DEBUG, "committing the group offsets: %s (a rebalance)", rd_kafka_err2str(err));
+        return;
+    }
     if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET)
         klog_throttled(k, CDC_LOG_WARN, "commit",
                        "committing the group offsets (for lag monitoring only) failed: %s", rd_kafka_err2str(err));
