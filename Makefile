@@ -22,7 +22,8 @@ TEST_SRCS := $(wildcard tests/unit/*.c)
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 DEB_PKGS := build-essential pkg-config librocksdb-dev librdkafka-dev libcjson-dev liburing-dev \
-	libcriterion-dev libpq-dev postgresql-15 postgresql-client-15 kcat curl gnuplot-nox time python3
+	libcriterion-dev libpq-dev postgresql-15 postgresql-client-15 kcat curl jq maven openjdk-17-jdk-headless \
+	gnuplot-nox time python3
 
 .PHONY: all lib deps test test-unit test-asan test-install test-e2e demo install clean bench
 
@@ -62,8 +63,15 @@ test-asan:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDFLAGS=-fsanitize=address,undefined test-unit-asan
 
+# Criterion reports a test that leaks as passed: the sanitizers' own reports
+# fail the run too.
 test-unit-asan: all $(TEST_BINS)
-	@set -e; for t in $(TEST_BINS); do echo "== (asan) $$t"; ASAN_OPTIONS=detect_leaks=1 CDC_TEST_QUICK=1 $$t --jobs 2 || exit 1; done
+	@set -e; for t in $(TEST_BINS); do echo "== (asan) $$t"; \
+	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 CDC_TEST_QUICK=1 $$t --jobs 2 > $$t.log 2>&1 || { cat $$t.log; exit 1; }; \
+	  tail -1 $$t.log; \
+	  if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' $$t.log; then \
+	    grep -E -A25 'ERROR: (Address|Leak)Sanitizer|runtime error:' $$t.log | head -80; echo "sanitizer report in $$t"; exit 1; fi; \
+	done
 
 test: deps
 	$(MAKE) test-unit

@@ -333,6 +333,7 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
     if (e) { /* a new database: only the fixed families */
         free(e);
         e = NULL;
+        if (names) rocksdb_list_column_families_destroy(names, ncf);
         names = NULL;
         ncf = 0;
     }
