@@ -77,6 +77,7 @@ test: deps
 	$(MAKE) test-unit
 	$(MAKE) test-install
 	$(MAKE) test-asan
+	$(MAKE) test-query
 	$(MAKE) test-e2e
 
 test-install: all
@@ -101,4 +102,5 @@ clean:
 	rm -rf build build-asan
 
 -include tests/stack/stack.mk
+-include tests/query/query.mk
 -include bench/bench.mk
