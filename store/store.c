@@ -317,6 +317,10 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
     rocksdb_options_increase_parallelism(st->opts, 2);
     rocksdb_options_set_compression(st->opts, rocksdb_lz4_compression);
     rocksdb_options_set_write_buffer_size(st->opts, 64 << 20);
+    /* A bloom filter over the memtable: the guard reads every key of a batch,
+     * and new keys (snapshots, inserts) then skip the skiplist search. */
+    rocksdb_options_set_memtable_prefix_bloom_size_ratio(st->opts, 0.02);
+    rocksdb_options_set_memtable_whole_key_filtering(st->opts, 1);
     st->topts = rocksdb_block_based_options_create();
     st->cache = rocksdb_cache_create_lru((o->block_cache_mb ? o->block_cache_mb : 64) << 20);
     rocksdb_block_based_options_set_block_cache(st->topts, st->cache);
