@@ -411,7 +411,8 @@ CDC_API int cdc_kafka_open(cdc_store_t *st, const cdc_kafka_options_t *opts, cdc
 
 /* Consumes and applies batches until *opts->stop becomes non-zero (then the
  * pending batch is applied, the offsets committed, and 0 returned) or a fatal
- * error.  Broker outages are not errors: librdkafka reconnects with backoff
+ * error (the records consumed so far are applied first when the store is
+ * sound).  Broker outages are not errors: librdkafka reconnects with backoff
  * and the errors are logged at a decreasing rate.  Log callback and per-batch
  * callback run in the calling thread.  May be called again after it returned 0.
  * Errors: CDC_EKAFKA for fatal client errors (librdkafka's fatal errors,
@@ -423,8 +424,10 @@ CDC_API int cdc_kafka_run(cdc_kafka_t *k, cdc_error_t *err);
 /* The running figures.  Thread-safety: from the thread that runs k. */
 CDC_API void cdc_kafka_stats(const cdc_kafka_t *k, cdc_kafka_stats_t *out);
 
-/* Applies nothing more, commits the group offsets, leaves the group
- * (rd_kafka_consumer_close) and frees k; accepts NULL. */
+/* Applies nothing more (records consumed but not applied are read again by
+ * the next consumer, from the replica's positions), waits for the group
+ * offset commits in flight, leaves the group (rd_kafka_consumer_close) and
+ * frees k; accepts NULL.  The store may be closed afterwards. */
 CDC_API void cdc_kafka_close(cdc_kafka_t *k);
 
 /* ---- Range hashes and reconciliation ---- */

@@ -747,7 +747,7 @@ int cdc_kafka_open(cdc_store_t *st, const cdc_kafka_options_t *o, cdc_kafka_t **
 
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     int rc = 0, set_reset = 0;
-    char buf[512];
+    char buf[512], group[1024];
     size_t bl;
     if (o->config_file && (rc = conf_file(k, conf, o->config_file, &set_reset, err))) goto fail;
     for (size_t i = 0; i < o->nproperties; i++) {
@@ -767,8 +767,8 @@ int cdc_kafka_open(cdc_store_t *st, const cdc_kafka_options_t *o, cdc_kafka_t **
             rc = cdc__err(err, CDC_EKAFKA, "property %s: %s", forced[i][0], buf);
             goto fail;
         }
-    bl = sizeof buf;
-    if (rd_kafka_conf_get(conf, "group.id", buf, &bl) != RD_KAFKA_CONF_OK || !buf[0]) {
+    bl = sizeof group;
+    if (rd_kafka_conf_get(conf, "group.id", group, &bl) != RD_KAFKA_CONF_OK || !group[0]) {
         rc = cdc__err(err, CDC_EINVAL, "cdc_kafka_open: a consumer group (group.id) is required");
         goto fail;
     }
@@ -803,8 +803,8 @@ int cdc_kafka_open(cdc_store_t *st, const cdc_kafka_options_t *o, cdc_kafka_t **
                       k->ntopics > 1 ? " and others" : "", rd_kafka_err2str(se));
         goto fail;
     }
-    klog(k, CDC_LOG_INFO, "consuming %s%s as group member; positions come from the replica", k->topics[0],
-         k->ntopics > 1 ? " and others" : "");
+    klog(k, CDC_LOG_INFO, "consuming %s%s as a member of group %s; positions come from the replica", k->topics[0],
+         k->ntopics > 1 ? " and others" : "", group);
     *out = k;
     return 0;
 fail:
@@ -823,6 +823,12 @@ int cdc_kafka_run(cdc_kafka_t *k, cdc_error_t *err)
     int rc = 0;
     for (;;) {
         if (k->fatal) {
+            /* A client failure leaves the replica sound: what was consumed
+             * is applied before the run gives up. */
+            if (k->fatal == CDC_EKAFKA && k->n) {
+                cdc_error_t fe = {0};
+                flush(k, &fe);
+            }
             drop_pending(k);
             rc = cdc__err(err, k->fatal, "%s", k->fatal_msg);
             break;

@@ -1147,7 +1147,7 @@ Test(kafka, the_command_killed_mid_run_resumes_to_the_same_state)
 
     pid = spawn_ingest(bin, db, &m, NULL, errlog);
     /* The handlers are installed before the consumer says it runs. */
-    for (int t = 0; t < 300 && count_in_file(errlog, "as group member") < 2; t++) usleep(50000);
+    for (int t = 0; t < 300 && count_in_file(errlog, "as a member of group") < 2; t++) usleep(50000);
     pos = -1;
     for (int t = 0; t < 300 && pos < KILL_N - 1; t++) {
         usleep(100000);
