@@ -82,6 +82,7 @@ typedef struct dctx {
     cdc_error_t *err;
     const char *table;   /* borrowed; NULL until known */
     char *keytext;       /* malloc'd compact JSON of the key; NULL until known */
+    const cJSON *keyobj; /* the Kafka key, printed into keytext only for an error */
     cdc__scale_fn scale;
     void *scale_opaque;
 } dctx;
@@ -104,7 +105,15 @@ static int fail(const dctx *c, const char *column, const char *fmt, ...)
         if (r->line > 0) cdc__buf_printf(&m, ":%lld", (long long)r->line);
     }
     if (c->table) cdc__buf_printf(&m, ": table %s", c->table);
-    if (c->keytext) cdc__buf_printf(&m, ": key %s", c->keytext);
+    if (c->keytext) {
+        cdc__buf_printf(&m, ": key %s", c->keytext);
+    } else if (c->keyobj) {
+        /* printed only now: formatting every key would cost each record */
+        char *kt = cJSON_PrintUnformatted(c->keyobj);
+        if (kt && strlen(kt) > 200) strcpy(kt + 196, "...}");
+        if (kt) cdc__buf_printf(&m, ": key %s", kt);
+        free(kt);
+    }
     if (column) cdc__buf_printf(&m, ": column %s", column);
     cdc__buf_puts(&m, ": ");
     va_list ap;
@@ -753,9 +762,7 @@ static int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj, const cJSON *r
     const char *why = NULL;
     const cJSON *k;
     if (kobj) {
-        char *kt = cJSON_PrintUnformatted(kobj);
-        if (kt && strlen(kt) > 200) strcpy(kt + 196, "...}");
-        c->keytext = kt;
+        c->keyobj = kobj;
         int n = cJSON_GetArraySize(kobj);
         if (n == 0) return fail(c, NULL, "the Kafka key has no columns");
         cdc__buf_put_varint(&ev->keycols, (uint64_t)n);

@@ -100,8 +100,9 @@ static int hex4(const char *p, const char *end, unsigned *v)
     return 0;
 }
 
-/* Unescapes the JSON string at p (at its quote) into b. 0 ok, -1 malformed. */
-static int unescape(const char *p, const char *end, cdc__buf *b)
+/* Unescapes the JSON string at p (at its quote) into b; returns the position
+ * after the closing quote, or NULL when malformed. */
+static const char *unescape(const char *p, const char *end, cdc__buf *b)
 {
     for (p++; p < end; p++) {
         /* copy the run up to the next quote or backslash in one piece */
@@ -113,8 +114,8 @@ static int unescape(const char *p, const char *end, cdc__buf *b)
             if (p >= end) break;
         }
         char c = *p;
-        if (c == '"') return 0;
-        if (++p >= end) return -1;
+        if (c == '"') return p + 1;
+        if (++p >= end) return NULL;
         switch (*p) {
         case '"': cdc__buf_putc(b, '"'); break;
         case '\\': cdc__buf_putc(b, '\\'); break;
@@ -126,7 +127,7 @@ static int unescape(const char *p, const char *end, cdc__buf *b)
         case 't': cdc__buf_putc(b, '\t'); break;
         case 'u': {
             unsigned cp, lo;
-            if (hex4(p + 1, end, &cp)) return -1;
+            if (hex4(p + 1, end, &cp)) return NULL;
             p += 4;
             if (cp >= 0xD800 && cp < 0xDC00 && end - p > 6 && p[1] == '\\' && p[2] == 'u' &&
                 hex4(p + 3, end, &lo) == 0 && lo >= 0xDC00 && lo < 0xE000) {
@@ -136,27 +137,37 @@ static int unescape(const char *p, const char *end, cdc__buf *b)
             put_utf8(b, cp);
             break;
         }
-        default: return -1;
+        default: return NULL;
         }
     }
-    return -1;
+    return NULL;
 }
 
 enum { LINE_BARE = 0, LINE_KCAT = 1, LINE_BAD = -1 };
 
+/* The fields of a kcat line: strings already unescaped into the batch text
+ * (offsets into it, NONE when absent). */
 typedef struct kcat_fields {
-    const char *topic, *key, *payload; /* at the value's first char, or NULL */
+    size_t topic, key, payload;
+    size_t key_len, payload_len;
     const char *partition, *offset;
-    int payload_null, key_null;
+    int payload_null;
 } kcat_fields;
 
-static int scan_line(const char *p, const char *end, kcat_fields *f)
+#define NONE ((size_t)-1)
+
+/* One pass over the line: string values of topic, key and payload are
+ * unescaped into text as they are met (the payload is most of the line, so
+ * it is read once, not skipped and then copied). */
+static int scan_line(const char *p, const char *end, kcat_fields *f, cdc__buf *text)
 {
-    memset(f, 0, sizeof *f);
+    f->topic = f->key = f->payload = NONE;
+    f->key_len = f->payload_len = 0;
+    f->partition = f->offset = NULL;
+    f->payload_null = 0;
     p = skip_ws(p, end);
     if (p >= end || *p != '{') return LINE_BAD;
     p = skip_ws(p + 1, end);
-    int payload_is_string = 0;
     while (p < end && *p != '}') {
         if (*p != '"') return LINE_BAD;
         const char *ks = p + 1, *ke = skip_string(p, end);
@@ -166,26 +177,29 @@ static int scan_line(const char *p, const char *end, kcat_fields *f)
         if (p >= end || *p != ':') return LINE_BAD;
         p = skip_ws(p + 1, end);
         const char *v = p;
-        if (!(p = skip_value(p, end))) return LINE_BAD;
-        int isnull = (p - v == 4 && !memcmp(v, "null", 4));
-        if (kl == 5 && !memcmp(ks, "topic", 5) && *v == '"') f->topic = v;
-        else if (kl == 9 && !memcmp(ks, "partition", 9)) f->partition = v;
-        else if (kl == 6 && !memcmp(ks, "offset", 6)) f->offset = v;
-        else if (kl == 3 && !memcmp(ks, "key", 3)) {
-            if (*v == '"') f->key = v;
-            f->key_null = isnull;
-        } else if (kl == 7 && !memcmp(ks, "payload", 7)) {
-            if (*v == '"') {
-                f->payload = v;
-                payload_is_string = 1;
-            }
-            f->payload_null = isnull;
+        size_t *dst = NULL, *dlen = NULL;
+        if (*v == '"') {
+            if (kl == 5 && !memcmp(ks, "topic", 5)) dst = &f->topic;
+            else if (kl == 3 && !memcmp(ks, "key", 3)) dst = &f->key, dlen = &f->key_len;
+            else if (kl == 7 && !memcmp(ks, "payload", 7)) dst = &f->payload, dlen = &f->payload_len;
+        }
+        if (dst) {
+            *dst = text->len;
+            if (!(p = unescape(v, end, text))) return LINE_BAD;
+            if (dlen) *dlen = text->len - *dst;
+            cdc__buf_putc(text, 0);
+        } else {
+            if (!(p = skip_value(p, end))) return LINE_BAD;
+            int isnull = (p - v == 4 && !memcmp(v, "null", 4));
+            if (kl == 9 && !memcmp(ks, "partition", 9)) f->partition = v;
+            else if (kl == 6 && !memcmp(ks, "offset", 6)) f->offset = v;
+            else if (kl == 7 && !memcmp(ks, "payload", 7)) f->payload_null = isnull;
         }
         p = skip_ws(p, end);
         if (p < end && *p == ',') p = skip_ws(p + 1, end);
     }
     if (p >= end) return LINE_BAD;
-    if ((payload_is_string || f->payload_null) && (f->topic || f->offset)) return LINE_KCAT;
+    if ((f->payload != NONE || f->payload_null) && (f->topic != NONE || f->offset)) return LINE_KCAT;
     return LINE_BARE;
 }
 
@@ -197,8 +211,6 @@ typedef struct batch {
     cdc__buf text;          /* lines and unescaped strings; records hold offsets until sealed */
     size_t *off;            /* per record: offsets of topic, key, value into text (or SIZE_MAX) */
 } batch;
-
-#define NONE ((size_t)-1)
 
 static void batch_add(batch *b, const cdc_record_t *r, size_t topic_off, size_t key_off, size_t val_off)
 {
@@ -246,38 +258,22 @@ static void add_line(batch *b, const char *line, size_t len, const char *source,
     r.source = source;
     r.line = lineno;
     r.offset = -1;
-    const char *end = line + len;
-    int kind = scan_line(line, end, &f);
+    size_t mark = b->text.len;
+    int kind = scan_line(line, line + len, &f, &b->text);
     size_t toff = NONE, koff = NONE, voff = NONE;
     if (kind == LINE_KCAT) {
-        if (f.topic) {
-            toff = b->text.len;
-            if (unescape(f.topic, end, &b->text)) kind = LINE_BAD;
-            cdc__buf_putc(&b->text, 0);
-        }
+        toff = f.topic;
+        koff = f.key;
+        voff = f.payload;
+        r.key_len = f.key_len;
+        r.value_len = f.payload_len;
         r.partition = f.partition ? (int32_t)parse_int(f.partition) : 0;
         r.offset = f.offset ? parse_int(f.offset) : -1;
-        if (kind == LINE_KCAT && f.key) {
-            koff = b->text.len;
-            if (unescape(f.key, end, &b->text)) kind = LINE_BAD;
-            r.key_len = b->text.len - koff;
-            cdc__buf_putc(&b->text, 0);
-        }
-        if (kind == LINE_KCAT && f.payload) {
-            voff = b->text.len;
-            if (unescape(f.payload, end, &b->text)) kind = LINE_BAD;
-            r.value_len = b->text.len - voff;
-            cdc__buf_putc(&b->text, 0);
-        }
-    }
-    if (kind == LINE_BAD) {
-        /* Hand the raw line over as the value: the decoder rejects it with a
-         * clear reason and it is dead-lettered with its position. */
-        koff = NONE;
-        r.key_len = 0;
-        voff = put_text(&b->text, line, len);
-        r.value_len = len;
-    } else if (kind == LINE_BARE) {
+    } else {
+        /* A bare envelope, or a line that is not JSON at all: the decoder
+         * gets the raw line, and rejects the latter with a clear reason (it
+         * is dead-lettered with its file and line). */
+        b->text.len = mark;
         voff = put_text(&b->text, line, len);
         r.value_len = len;
     }
