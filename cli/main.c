@@ -380,10 +380,11 @@ static void print_stats(const char *name, const cdc_stats_t *s, int json, int fi
 {
     const char *names[] = {"events_read", "applied", "stale", "duplicate", "tombstones", "deletes",
                            "resurrections_blocked", "placeholders_kept", "placeholders_unresolved",
-                           "gap_deletes", "other_events", "dead_letters", "rows_live", "rows_deleted"};
+                           "gap_deletes", "other_events", "dead_letters", "rows_live", "rows_deleted",
+                           "tombstones_purged"};
     uint64_t v[] = {s->events_read, s->applied, s->stale, s->duplicate, s->tombstones, s->deletes,
                     s->resurrections_blocked, s->placeholders_kept, s->placeholders_unresolved, s->gap_deletes,
-                    s->other_events, s->dead_letters, s->rows_live, s->rows_deleted};
+                    s->other_events, s->dead_letters, s->rows_live, s->rows_deleted, s->tombstones_purged};
     size_t n = sizeof v / sizeof v[0];
     if (json) {
         printf("%s\"%s\":{", first ? "" : ",", name);
@@ -496,6 +497,56 @@ static int cmd_dlq(int argc, char **argv)
     return EXIT_OK;
 }
 
+/* ---- gc ---- */
+
+static int cmd_gc(int argc, char **argv)
+{
+    const char *db = NULL, *table = NULL, *h = NULL;
+    static struct option lo[] = {{"db", 1, 0, 'd'}, {"table", 1, 0, 't'}, {"horizon-lsn", 1, 0, 'l'},
+                                 {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    const char *usage =
+        "usage: cdcstore gc --db DIR [--table SCHEMA.TABLE] --horizon-lsn LSN\n"
+        "Removes tombstones (and rows hidden by a completed re-snapshot or a truncate)\n"
+        "whose version is below the replay horizon LSN: no event still to come may be\n"
+        "older than it (e.g. the source LSN of the oldest record the topic still keeps).\n"
+        "Events older than the horizon stay stale afterwards: a purged delete still\n"
+        "blocks a late older update.  LSN is a number or PostgreSQL's X/Y form.\n";
+    int c;
+    while ((c = getopt_long(argc, argv, "d:t:l:h", lo, NULL)) != -1) {
+        if (c == 'd') db = optarg;
+        else if (c == 't') table = optarg;
+        else if (c == 'l') h = optarg;
+        else if (c == 'h') { fputs(usage, stdout); return EXIT_OK; }
+        else { fputs(usage, stderr); return EXIT_USAGE; }
+    }
+    if (!db || !h) {
+        fputs(usage, stderr);
+        return EXIT_USAGE;
+    }
+    unsigned long long hi, lo_;
+    char *end;
+    uint64_t lsn;
+    if (sscanf(h, "%llX/%llX", &hi, &lo_) == 2 && strchr(h, '/')) lsn = (uint64_t)hi << 32 | (uint32_t)lo_;
+    else {
+        lsn = strtoull(h, &end, 10);
+        if (*end || end == h) {
+            fprintf(stderr, "cdcstore gc: --horizon-lsn %s: not an LSN\n", h);
+            return EXIT_USAGE;
+        }
+    }
+    cdc_store_t *st;
+    int r = cli_open(db, 0, 0, &st);
+    if (r) return r;
+    cdc_error_t e = {0};
+    uint64_t purged = 0;
+    int rc = cdc_store_gc(st, table, lsn, &purged, &e);
+    cdc_store_close(st);
+    if (rc) return cli_fail(&e, rc);
+    fprintf(stderr, "cdcstore gc: %llu tombstones removed below LSN %llu\n", (unsigned long long)purged,
+            (unsigned long long)lsn);
+    return EXIT_OK;
+}
+
 /* ---- tables ---- */
 
 static int cmd_tables(int argc, char **argv)
@@ -533,6 +584,7 @@ static const char *main_usage =
     "  reconcile  compare a table with its PostgreSQL source and list every difference\n"
     "  stats      counters: events read, applied, stale, duplicates, tombstones, ...\n"
     "  dlq list   list dead letters (bad records with their reason and position)\n"
+    "  gc         remove tombstones below a replay horizon (an LSN)\n"
     "  tables     list the replica's tables\n"
     "  version    print the version\n\n"
     "`cdcstore COMMAND --help` describes a command.\n";
@@ -560,6 +612,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "stats")) return cmd_stats(sub_argc, sub_argv);
     if (!strcmp(cmd, "dlq")) return cmd_dlq(sub_argc, sub_argv);
     if (!strcmp(cmd, "tables")) return cmd_tables(sub_argc, sub_argv);
+    if (!strcmp(cmd, "gc")) return cmd_gc(sub_argc, sub_argv);
     if (!strcmp(cmd, "ingest")) return cmd_ingest(sub_argc, sub_argv);
     if (!strcmp(cmd, "hash")) return cmd_hash(sub_argc, sub_argv);
     if (!strcmp(cmd, "reconcile")) return cmd_reconcile(sub_argc, sub_argv);

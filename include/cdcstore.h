@@ -297,11 +297,29 @@ typedef struct cdc_stats {
     uint64_t rows_deleted;       /* tombstones kept */
     uint64_t other_events;       /* events that carry no row change (op "m") */
     uint64_t placeholders_unresolved; /* unchanged TOASTed columns with no stored value to keep */
+    uint64_t tombstones_purged;  /* tombstones removed by cdc_store_gc() */
 } cdc_stats_t;
 
 /* Counters for one table, or the totals when table is NULL.
  * Errors: CDC_ENOTFOUND for an unknown table. */
 CDC_API int cdc_store_stats(cdc_store_t *st, const char *table, cdc_stats_t *out, cdc_error_t *err);
+
+/* ---- Tombstone garbage collection ---- */
+
+/* Removes the tombstones of table (all tables when NULL) whose version is
+ * below the replay horizon horizon_lsn, and the rows a version floor (a
+ * completed re-snapshot, a truncate) already hides.  Choose a horizon that
+ * no event still to be delivered can be older than: e.g. the source LSN of
+ * the oldest record the topic's retention still keeps, or of the position
+ * the replica has applied when no replay from an earlier position is
+ * planned.  The horizon is recorded first, in the same write as the first
+ * removals: an event older than it for a key the replica does not hold is
+ * then stale, so a purged delete still blocks a late older update.
+ * *purged (may be NULL) receives the number of keys removed.
+ * Errors: CDC_ENOTFOUND for an unknown table, CDC_EIO.
+ * Thread-safety: not while an apply runs on the same store. */
+CDC_API int cdc_store_gc(cdc_store_t *st, const char *table, uint64_t horizon_lsn, uint64_t *purged,
+                         cdc_error_t *err);
 
 /* ---- Dead letters ---- */
 

@@ -703,11 +703,11 @@ int cdc__apply_decoded(cdc_store_t *st, const cdc_record_t *recs, size_t n, cdc_
             f.ver = sv.ver;
             f.ts_ms = sv.ts_ms;
             stored_state = (sv.flags & CDC__F_DELETED) ? 2 : 1;
-        } else if (t->floor_set) {
-            /* No row: under a floor the key is known absent up to it. */
+        } else if (cdc__absent_version(t, &f.ver)) {
+            /* No row: under a floor or a purge horizon the key is known
+             * absent up to it. */
             f.exists = 1;
             f.flags = CDC__F_DELETED;
-            f.ver = t->floor;
         }
         stored_ver = f.ver;
         int stored_exists = f.exists;

@@ -103,6 +103,10 @@ static void table_meta_encode(const cdc__table *t, cdc__buf *b)
     cdc__buf_put_varint(b, t->floor.epoch);
     cdc__buf_putc(b, (char)t->floor.kind);
     cdc__buf_put_varint(b, t->floor.lsn);
+    cdc__buf_putc(b, (char)t->horizon_set);
+    cdc__buf_put_varint(b, t->horizon.epoch);
+    cdc__buf_putc(b, (char)t->horizon.kind);
+    cdc__buf_put_varint(b, t->horizon.lsn);
 }
 
 static int table_meta_decode(cdc__table *t, const char *p, size_t len)
@@ -133,6 +137,12 @@ static int table_meta_decode(cdc__table *t, const char *p, size_t len)
     if (cdc__get_varint(&p, end, &t->floor.epoch) || p >= end) return CDC_ECORRUPT;
     t->floor.kind = (unsigned char)*p++;
     if (cdc__get_varint(&p, end, &t->floor.lsn)) return CDC_ECORRUPT;
+    if (p < end) { /* the purge horizon (absent in replicas written before it existed) */
+        t->horizon_set = *p++;
+        if (cdc__get_varint(&p, end, &t->horizon.epoch) || p >= end) return CDC_ECORRUPT;
+        t->horizon.kind = (unsigned char)*p++;
+        if (cdc__get_varint(&p, end, &t->horizon.lsn)) return CDC_ECORRUPT;
+    }
     return 0;
 }
 
@@ -717,7 +727,7 @@ static void stats_out(const uint64_t *s, cdc_stats_t *o)
     uint64_t *f[] = {&o->events_read, &o->applied, &o->stale, &o->duplicate, &o->tombstones,
                      &o->deletes, &o->resurrections_blocked, &o->placeholders_kept, &o->gap_deletes,
                      &o->dead_letters, &o->rows_live, &o->rows_deleted, &o->other_events,
-                     &o->placeholders_unresolved};
+                     &o->placeholders_unresolved, &o->tombstones_purged};
     for (int i = 0; i < CDC__NSTATS; i++) *f[i] += s[i];
 }
 

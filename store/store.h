@@ -15,7 +15,7 @@ enum {
     CDC__ST_READ, CDC__ST_APPLIED, CDC__ST_STALE, CDC__ST_DUPLICATE, CDC__ST_TOMBSTONES,
     CDC__ST_DELETES, CDC__ST_RESURRECTIONS, CDC__ST_PLACEHOLDERS, CDC__ST_GAP_DELETES,
     CDC__ST_DEAD, CDC__ST_LIVE, CDC__ST_DELETED, CDC__ST_OTHER, CDC__ST_UNRESOLVED,
-    CDC__NSTATS
+    CDC__ST_PURGED, CDC__NSTATS
 };
 
 typedef struct cdc__table {
@@ -29,6 +29,8 @@ typedef struct cdc__table {
     size_t nepochs;
     cdc__version floor;                  /* rows below it are deleted (completed snapshot, truncate) */
     int floor_set;
+    cdc__version horizon;                /* tombstones below it were purged (store/gc.c) */
+    int horizon_set;
     uint64_t stats[CDC__NSTATS];
     int meta_dirty, stats_dirty;
 } cdc__table;
@@ -102,6 +104,23 @@ static inline void cdc__apply_floor(const cdc__table *t, cdc__value *v)
         v->flags |= CDC__F_DELETED;
         v->ver = t->floor;
     }
+}
+
+/* The version a key absent from the table reads as: deleted at the floor or
+ * at the purge horizon, whichever is higher; 0 when neither is set (the key
+ * is then unknown, older than everything). */
+static inline int cdc__absent_version(const cdc__table *t, cdc__version *v)
+{
+    int set = 0;
+    if (t->floor_set) {
+        *v = t->floor;
+        set = 1;
+    }
+    if (t->horizon_set && (!set || cdc__version_cmp(&t->horizon, v) > 0)) {
+        *v = t->horizon;
+        set = 1;
+    }
+    return set;
 }
 
 /* Turns a stored row into parallel arrays of the table's columns (values in
