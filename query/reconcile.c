@@ -378,15 +378,19 @@ typedef struct srch {
 static int send_hashes(ctx *x, const cdc__buf *lo, const cdc__buf *hi, int64_t width, const cdc__buf *bounds,
                        size_t nb)
 {
+    /* GROUP BY <expression of the key> makes the planner expect one group
+     * per row, so it sorts the rows (on disk for millions) before it
+     * aggregates.  Grouping by the output of a function scan instead makes it
+     * expect few groups: each worker hashes its rows into a small table. */
     cdc__buf s = {0};
     int rc;
-    cdc__buf_puts(&s, "SELECT ");
-    if ((rc = cdc__sql_bucket(&s, x->keys, x->nkey, width, bounds, nb))) goto done;
-    cdc__buf_puts(&s, " AS b, count(*), sum(");
+    cdc__buf_puts(&s, "SELECT cdc_bucket.cdc__b, count(*), sum(");
     cdc__buf_put(&s, x->rowhash.p, x->rowhash.len);
     cdc__buf_puts(&s, ")::text FROM ");
     cdc__buf_puts(&s, x->tsql.p);
-    cdc__buf_puts(&s, " WHERE ");
+    cdc__buf_puts(&s, " CROSS JOIN LATERAL unnest(ARRAY[");
+    if ((rc = cdc__sql_bucket(&s, x->keys, x->nkey, width, bounds, nb))) goto done;
+    cdc__buf_puts(&s, "]) AS cdc_bucket(cdc__b) WHERE ");
     if ((rc = cdc__sql_range(&s, x->keys, x->nkey, lo, hi))) goto done;
     cdc__buf_puts(&s, " GROUP BY 1 ORDER BY 1");
     cdc__buf_putc(&s, 0);
@@ -755,6 +759,24 @@ static int send_total(ctx *x)
     return rc;
 }
 
+/* Compares the replica scan's totals with the source's whole-table row. */
+static int totals_equal(ctx *x, const cdc__scan *sc, const srch *h, size_t n)
+{
+    uint64_t rr = 0, rh = 0, sr = n ? h[0].rows : 0, sh = n ? h[0].hash : 0;
+    for (size_t i = 0; i < sc->n; i++) {
+        rr += sc->r[i].rows;
+        rh += sc->r[i].hash;
+    }
+    x->res->replica_rows = sc->rows;
+    x->res->source_rows = sr;
+    x->res->ranges_compared++;
+    if (rr == sr && rh == sh) return 1;
+    x->res->ranges_differing++;
+    logf_(x, CDC_LOG_INFO, "the whole table differs: replica %llu rows, source %llu rows", (unsigned long long)rr,
+          (unsigned long long)sr);
+    return 0;
+}
+
 /* The first level over the whole table.  By default: the whole table's
  * count and hash at the source while the replica is scanned, its ranges cut
  * at quantiles on the way; equal totals end the comparison after one pass on
@@ -774,6 +796,30 @@ static int first_level(ctx *x)
     size_t target = x->o->ranges ? x->o->ranges : (size_t)(est / ROWS_PER_RANGE);
     if (target < 1) target = 1;
     if (target > 4096 && !x->o->ranges) target = 4096;
+    int whole_first = width <= 0 && !x->o->ranges;
+    if (whole_first && single_int) {
+        /* Width ranges from the source's key span (min and max come from the
+         * index): the replica scan then yields the per-range sums on the
+         * way, and the source groups by a division, cheaper than a search
+         * among quantile bounds. */
+        cdc__buf span = {0};
+        cdc__buf_puts(&span, "SELECT min(");
+        cdc__sql_ident(&span, x->keys[0].name);
+        cdc__buf_puts(&span, ")::text, max(");
+        cdc__sql_ident(&span, x->keys[0].name);
+        cdc__buf_puts(&span, ")::text FROM ");
+        cdc__buf_puts(&span, x->tsql.p);
+        cdc__buf_putc(&span, 0);
+        PGresult *r = q(x, span.p, "reading the key span");
+        cdc__buf_free(&span);
+        if (!r) return CDC_ESOURCE;
+        if (!PQgetisnull(r, 0, 0)) {
+            __int128 mn = strtoll(PQgetvalue(r, 0, 0), NULL, 10), mx = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+            __int128 w = (mx - mn + 1 + (__int128)target - 1) / (__int128)target;
+            width = w > INT64_MAX ? INT64_MAX : w < 1 ? 1 : (int64_t)w;
+        }
+        PQclear(r);
+    }
 
     cdc__scan sc = {0};
     sc.table = x->table;
@@ -785,11 +831,25 @@ static int first_level(ctx *x)
     cdc__buf *bounds = NULL;
     if (width > 0) {
         sc.width = width;
-        logf_(x, CDC_LOG_INFO, "first level: width ranges of %lld keys", (long long)width);
-        if ((rc = send_hashes(x, NULL, NULL, width, NULL, 0))) goto done;
+        if (whole_first) {
+            /* Totals first, on both sides at the same time; the width ranges
+             * only when they differ. */
+            logf_(x, CDC_LOG_INFO, "whole table first; then ranges of %lld keys if it differs", (long long)width);
+            if ((rc = send_total(x))) goto done;
+        } else {
+            logf_(x, CDC_LOG_INFO, "first level: width ranges of %lld keys", (long long)width);
+            if ((rc = send_hashes(x, NULL, NULL, width, NULL, 0))) goto done;
+        }
         rc = cdc__scan_run(x->st, &sc, x->err);
         int src_rc = recv_hashes(x, &h, &n);
         if (rc || (rc = src_rc)) goto done;
+        if (whole_first) {
+            if (totals_equal(x, &sc, h, n)) goto done;
+            free(h);
+            h = NULL;
+            n = 0;
+            if ((rc = send_hashes(x, NULL, NULL, width, NULL, 0)) || (rc = recv_hashes(x, &h, &n))) goto done;
+        }
     } else {
         sc.stride = (stats.rows_live + target - 1) / target;
         if (!sc.stride) sc.stride = 1;
@@ -801,17 +861,7 @@ static int first_level(ctx *x)
             rc = cdc__scan_run(x->st, &sc, x->err);
             int src_rc = recv_hashes(x, &h, &n);
             if (rc || (rc = src_rc)) goto done;
-            uint64_t rr = 0, rh = 0;
-            for (size_t i = 0; i < sc.n; i++) {
-                rr += sc.r[i].rows;
-                rh += sc.r[i].hash;
-            }
-            x->res->replica_rows = sc.rows;
-            x->res->source_rows = n ? h[0].rows : 0;
-            x->res->ranges_compared++;
-            if (rr == (n ? h[0].rows : 0) && rh == (n ? h[0].hash : 0)) goto done;
-            logf_(x, CDC_LOG_INFO, "the whole table differs: replica %llu rows, source %llu rows",
-                  (unsigned long long)rr, (unsigned long long)(n ? h[0].rows : 0));
+            if (totals_equal(x, &sc, h, n)) goto done;
             free(h);
             h = NULL;
             n = 0;
