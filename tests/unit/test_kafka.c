@@ -1006,7 +1006,8 @@ static pid_t spawn_ingest(const char *bin, const char *db, const mock *m, const 
         dup2(nul, 1);
         dup2(fd, 2);
         /* Under the sanitizers, a leak report must not turn the exit status
-         * the test checks into 1; the report stays in errlog. */
+         * the test checks into 1: wait_status() finds it in errlog and
+         * fails the test with the report. */
         setenv("LSAN_OPTIONS", "exitcode=0", 0);
         execv(bin, (char **)argv);
         _exit(127);
@@ -1014,11 +1015,19 @@ static pid_t spawn_ingest(const char *bin, const char *db, const mock *m, const 
     return pid;
 }
 
-static int wait_status(pid_t pid)
+/* How many times needle occurs in the file at path. */
+static int count_in_file(const char *path, const char *needle)
 {
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    return st;
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char *line = NULL;
+    size_t cap = 0;
+    int n = 0;
+    while (getline(&line, &cap, f) > 0)
+        if (strstr(line, needle)) n++;
+    free(line);
+    fclose(f);
+    return n;
 }
 
 /* The content of a small file as a malloc'd string ("" when absent). */
@@ -1036,6 +1045,17 @@ static char *file_text(const char *path)
     }
     fclose(o);
     return buf;
+}
+
+/* Waits for the command; a sanitizer report in its stderr fails the test. */
+static int wait_status(pid_t pid, const char *errlog)
+{
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    if (count_in_file(errlog, "ERROR: AddressSanitizer") || count_in_file(errlog, "ERROR: LeakSanitizer") ||
+        count_in_file(errlog, "runtime error:"))
+        cr_assert_fail("sanitizer report from cdcstore ingest:\n%s", file_text(errlog));
+    return st;
 }
 
 /* Reads the replica's position read-only while the command may hold it. */
@@ -1069,7 +1089,7 @@ Test(kafka, the_command_exits_0_on_sigterm_and_3_with_dead_letters)
     }
     cr_assert_eq(pos, DOC_N - 1);
     kill(pid, SIGTERM);
-    int st = wait_status(pid);
+    int st = wait_status(pid, errlog);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d; stderr:\n%s", st, file_text(errlog));
     cdc_store_t *s = tu_open(db);
     check_doc_table(s);
@@ -1088,27 +1108,12 @@ Test(kafka, the_command_exits_0_on_sigterm_and_3_with_dead_letters)
     }
     cr_assert_eq(pos, DOC_N);
     kill(pid, SIGINT);
-    st = wait_status(pid);
+    st = wait_status(pid, errlog);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %d; stderr:\n%s", st, file_text(errlog));
     free(bin);
     tu_rmrf(dir);
     free(dir);
     mock_stop(&m);
-}
-
-/* How many times needle occurs in the file at path. */
-static int count_in_file(const char *path, const char *needle)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    char *line = NULL;
-    size_t cap = 0;
-    int n = 0;
-    while (getline(&line, &cap, f) > 0)
-        if (strstr(line, needle)) n++;
-    free(line);
-    fclose(f);
-    return n;
 }
 
 #define KILL_N 3000
@@ -1139,7 +1144,7 @@ Test(kafka, the_command_killed_mid_run_resumes_to_the_same_state)
         pos = position_ro(db);
     }
     kill(pid, SIGKILL);
-    int st = wait_status(pid);
+    int st = wait_status(pid, errlog);
     cr_assert(WIFSIGNALED(st));
     int64_t at_kill = position_ro(db);
     cr_assert_geq(at_kill, 0);
@@ -1155,7 +1160,7 @@ Test(kafka, the_command_killed_mid_run_resumes_to_the_same_state)
     }
     cr_assert_eq(pos, KILL_N - 1);
     kill(pid, SIGTERM);
-    st = wait_status(pid);
+    st = wait_status(pid, errlog);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d; stderr:\n%s", st, file_text(errlog));
     cdc_store_t *s = tu_open(db);
     for (int k = 0; k < 100; k++) {
