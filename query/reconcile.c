@@ -892,15 +892,18 @@ done:
 
 /* ---- Rechecks ---- */
 
+/* Opens (again) the replica read-only.  A writer running at the same time
+ * replaces its OPTIONS and MANIFEST files, and a read-only open that lists a
+ * file just before it is deleted fails: such a failure is retried. */
 static int reopen_store(ctx *x)
 {
     cdc_store_close(x->st);
     x->st = NULL;
     int rc = 0;
-    /* A writer may be switching files under us: try a few times. */
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 10; i++) {
         if (!(rc = cdc_store_open(x->dir, &x->oo, &x->st, x->err))) return 0;
-        struct timespec ts = {0, 100 * 1000000L};
+        if (rc != CDC_EIO) break;
+        struct timespec ts = {0, 50 * 1000000L};
         nanosleep(&ts, NULL);
     }
     return rc;
@@ -1129,7 +1132,7 @@ int cdc_reconcile(const char *dir, const char *table, const char *conninfo, cons
     x.oo.read_only = 1;
     x.oo.log = opts->log;
     x.oo.log_opaque = opts->log_opaque;
-    int rc = cdc_store_open(dir, &x.oo, &x.st, err);
+    int rc = reopen_store(&x);
     if (rc) goto done;
     if ((rc = connect_source(&x, conninfo))) goto done;
     if ((rc = describe_tables(&x))) goto done;
