@@ -2,17 +2,21 @@
  * reconcile.c: compares a table of the replica with its PostgreSQL source
  * and lists every difference.  The only file that knows libpq.
  *
- * How.  Both sides cut the table into the same key ranges and compute per
- * range a row count and a hash (hash.c): the replica by scanning RocksDB, the
- * source by one SQL query, so only (range, count, hash) crosses the network.
- * The first level uses width ranges for a single integer key (the source
- * query and the replica scan then run at the same time: PostgreSQL works
- * while the replica is read) and quantile ranges cut from the replica
- * otherwise.  A range whose count or hash differs is split into `factor`
+ * How.  Both sides compute per key range a row count and a hash (hash.c):
+ * the replica by scanning RocksDB, the source by one SQL query, so only
+ * (range, count, hash) crosses the network.  First the whole table: the
+ * source's query (no grouping, so PostgreSQL spreads it over parallel
+ * workers) runs while the replica is scanned, and the scan records on the way
+ * the sums of the ranges it would split into: width ranges for a single
+ * integer key (the width from the source's key span, read from its index),
+ * quantiles of the replica's rows otherwise.  Equal totals end the
+ * comparison: one pass on each side.  Otherwise the source computes the same
+ * ranges, and a range whose count or hash differs is split into `factor`
  * sub-ranges cut at the replica's quantiles, and so on, until a range holds
  * at most `threshold` rows; its rows are then read from both sides in key
  * order and merged by key: a key only in the source is missing, only in the
- * replica extra, in both with other values different.
+ * replica extra, in both with other values different.  (--ranges and
+ * --range-width skip the whole-table step.)
  *
  * A known point in time.  All source queries of the comparison run in one
  * REPEATABLE READ READ ONLY transaction whose first statement records
