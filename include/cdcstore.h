@@ -565,8 +565,9 @@ typedef struct cdc_reconcile_result {
 } cdc_reconcile_result_t;
 
 /* Compares table in the replica directory dir with its PostgreSQL source
- * (conninfo: a libpq connection string or URI).  Per key range, the row
- * counts and hashes (see cdc_row_hash) are computed on both sides, the source
+ * (conninfo: a libpq connection string or URI).  The row counts and hashes
+ * (see cdc_row_hash) of the whole table, then (when they differ, or at once
+ * with ranges or range_width) of key ranges, are computed on both sides, the source
  * by one SQL query inside a REPEATABLE READ transaction that starts at the
  * recorded WAL position start_lsn; ranges that differ are split again
  * (factor sub-ranges cut at the replica's quantiles) until they hold at most
