@@ -74,6 +74,29 @@ def vm_hwm(pid):
     return None
 
 
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def parse_stat_cpu(stat_line):
+    """User + system CPU seconds from one /proc/PID/stat line."""
+    fields = stat_line.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def proc_cpu_seconds(pid):
+    """CPU seconds (user + system) used so far by a live process, or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return parse_stat_cpu(f.read())
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def self_cpu_seconds():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def self_maxrss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 

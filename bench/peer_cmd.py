@@ -38,10 +38,16 @@ def timed(cmd, stdout_path=None):
     if stdout_path:
         out.close()
     rss = None
+    timed.cpu_percent = None
     with open(tfile) as f:
         for line in f:
             if "Maximum resident set size" in line:
                 rss = int(line.rsplit(":", 1)[1]) * 1024
+            elif "Percent of CPU this job got" in line:
+                try:
+                    timed.cpu_percent = int(line.rsplit(":", 1)[1].strip().rstrip("%"))
+                except ValueError:
+                    pass
     os.unlink(tfile)
     so = "" if stdout_path else r.stdout.decode("utf-8", "replace")
     return r.returncode, so, r.stderr.decode("utf-8", "replace"), wall, rss
@@ -56,6 +62,7 @@ def cmd_cdcstore(a):
     shutil.rmtree(a.db, ignore_errors=True)
     cmd = [a.bin, "apply", "--db", a.db, "--batch-size", str(a.batch), a.events]
     rc, out, err, wall, rss = timed(cmd)
+    cpu = timed.cpu_percent
     log = (out + err).strip()
     if rc != 0:
         result(a.results, peer="cdcstore", batch=a.batch, events=n, status="failed",
@@ -73,7 +80,7 @@ def cmd_cdcstore(a):
     result(a.results, peer="cdcstore", batch=a.batch, events=n, seconds=wall,
            peak_rss_bytes=rss, disk_bytes=disk,
            status="ok" if verified == "ok" else "failed", verified=verified,
-           export_seconds=ewall, export_peak_rss_bytes=erss,
+           export_seconds=ewall, export_peak_rss_bytes=erss, cpu_percent=cpu,
            note=("apply output: " + log.replace("\n", " | ")[-300:]) if log else "")
     if os.path.exists(got):
         os.unlink(got)
@@ -89,6 +96,7 @@ def best_of(n, run):
         if rc != 0:
             return rc, out, err, None, rss
         r = json.loads(out)
+        r["cpu_percent"] = timed.cpu_percent
         if best is None or r["seconds"] < best[0]["seconds"]:
             best = (r, rss)
     return 0, "", "", best[0], best[1]
@@ -102,6 +110,7 @@ def cmd_decode(a):
         return 1
     result(a.results, peer=f"decode-only-{a.threads}t", batch=0, events=r["events"],
            seconds=r["seconds"], peak_rss_bytes=rss, disk_bytes=0, status="ok",
+           cpu_percent=r["cpu_percent"],
            verified="n/a (limit: nothing stored)",
            note=f"cJSON parse of record and envelope, {a.threads} thread(s); file read "
                 f"into memory first (not timed); best of {a.repeat}")
@@ -118,6 +127,7 @@ def cmd_rocksdb(a):
                note=f"exit {rc}: {(out + err)[-300:]}")
         return 1
     result(a.results, peer="rocksdb-raw", batch=0, events=r["events"], seconds=r["seconds"],
+           cpu_percent=r["cpu_percent"],
            peak_rss_bytes=rss, disk_bytes=dir_bytes(a.db), status="ok",
            verified="n/a (limit: blind writes)",
            note=f"blind Put/Delete of the same keys, WriteBatch of {a.write_batch}, default "

@@ -22,7 +22,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import compare_csv, count_lines, result  # noqa: E402
+from common import compare_csv, count_lines, parse_stat_cpu, result  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -110,15 +110,21 @@ def run_batch_size(cluster, n_events, batch, expected, tmp):
     script = os.path.join(tmp, f"calls-{batch}.sql")
     with open(script, "w") as f:
         f.write("SELECT pg_backend_pid() AS bpid \\gset\n\\setenv BPID :bpid\n")
+        f.write("\\! echo STAT0 $(cat /proc/$BPID/stat)\n")
         f.write("SELECT 'T0 ' || extract(epoch from clock_timestamp());\n")
         for lo in range(0, n_events, batch):
             f.write(f"CALL apply_batch({lo}, {min(lo + batch, n_events)});\n")
         f.write("SELECT 'T1 ' || extract(epoch from clock_timestamp());\n")
+        f.write("\\! echo STAT1 $(cat /proc/$BPID/stat)\n")
         f.write("\\! grep VmHWM /proc/$BPID/status\n")
     out = cluster.psql("bench", "-f", script)
-    t0 = t1 = hwm = None
+    t0 = t1 = hwm = c0 = c1 = None
     for line in out.splitlines():
-        if line.startswith("T0 "):
+        if line.startswith("STAT0 "):
+            c0 = parse_stat_cpu(line[6:])
+        elif line.startswith("STAT1 "):
+            c1 = parse_stat_cpu(line[6:])
+        elif line.startswith("T0 "):
             t0 = float(line[3:])
         elif line.startswith("T1 "):
             t1 = float(line[3:])
@@ -130,7 +136,8 @@ def run_batch_size(cluster, n_events, batch, expected, tmp):
     verified = compare_csv(expected, got)
     disk = int(cluster.psql("bench", "-c",
                             "SELECT pg_total_relation_size('items_replica')").strip())
-    return t1 - t0, hwm, disk, verified
+    cpu = round(100 * (c1 - c0) / (t1 - t0)) if c0 is not None and c1 is not None else None
+    return t1 - t0, hwm, disk, verified, cpu
 
 
 def main():
@@ -153,9 +160,9 @@ def main():
         n, load_s = load_events(cluster, a.events, tmp)
         assert n == n_lines, (n, n_lines)
         for batch in a.batch:
-            secs, hwm, disk, verified = run_batch_size(cluster, n, batch, a.expected, tmp)
+            secs, hwm, disk, verified, cpu = run_batch_size(cluster, n, batch, a.expected, tmp)
             result(a.results, peer="postgres", batch=batch, events=n, seconds=secs,
-                   peak_rss_bytes=hwm, disk_bytes=disk, load_seconds=load_s,
+                   peak_rss_bytes=hwm, disk_bytes=disk, load_seconds=load_s, cpu_percent=cpu,
                    status="ok" if verified == "ok" else "failed", verified=verified,
                    note=f"PostgreSQL {version}, default settings; COPY into cdc_events "
                         f"{load_s:.1f} s not timed; memory = VmHWM of the backend "

@@ -22,7 +22,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import COLUMNS, compare_csv, dir_bytes, pg_csv_line, result, self_maxrss  # noqa: E402
+from common import (COLUMNS, compare_csv, dir_bytes, pg_csv_line, result,  # noqa: E402
+                    self_cpu_seconds, self_maxrss)
 
 SCHEMA = """
 CREATE TABLE items (
@@ -120,6 +121,7 @@ def main():
     apply = apply_json1 if a.decode == "json1" else apply_python
     n = 0
     t0 = time.monotonic()
+    c0 = self_cpu_seconds()
     with open(a.events, encoding="utf-8") as f:
         lines = []
         for line in f:
@@ -132,6 +134,7 @@ def main():
             apply(con, lines)
             n += len(lines)
     secs = time.monotonic() - t0
+    cpu = round(100 * (self_cpu_seconds() - c0) / secs)
     got = a.db + ".csv"
     export(con, got)
     con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -139,7 +142,7 @@ def main():
     verified = compare_csv(a.expected, got)
     os.unlink(got)
     result(a.results, peer=f"sqlite-{a.decode}", batch=a.batch, events=n, seconds=secs,
-           peak_rss_bytes=self_maxrss(), disk_bytes=dir_bytes(a.db),
+           peak_rss_bytes=self_maxrss(), disk_bytes=dir_bytes(a.db), cpu_percent=cpu,
            status="ok" if verified == "ok" else "failed", verified=verified,
            note=f"SQLite {sqlite3.sqlite_version}, WAL, synchronous=NORMAL, decode={a.decode}")
     return 0 if verified == "ok" else 1

@@ -116,8 +116,8 @@ def eps(r):
 
 def table(rows, batch):
     cdc = eps(pick(rows, "cdcstore", batch))
-    out = ["| system | events/s | ratio to cdcstore | peak memory | bytes on disk | verified |",
-           "|---|---:|---:|---:|---:|---|"]
+    out = ["| system | events/s | ratio to cdcstore | CPU | peak memory | bytes on disk | verified |",
+           "|---|---:|---:|---:|---:|---:|---|"]
     notes = []
     for key, label, _kind in PEERS:
         r = pick(rows, key, batch)
@@ -126,23 +126,24 @@ def table(rows, batch):
         e = eps(r)
         status = r.get("status")
         if status == "missing":
-            out.append(f"| {label} | missing | – | – | – | {r.get('note', '')} |")
+            out.append(f"| {label} | missing | – | – | – | – | {r.get('note', '')} |")
             continue
         if status == "failed":
             v = r.get("verified", "")
-            out.append(f"| {label} | failed | – | {fmt_mib(r.get('peak_rss_bytes'))} | – | "
+            out.append(f"| {label} | failed | – | – | {fmt_mib(r.get('peak_rss_bytes'))} | – | "
                        f"{v}: {r.get('note', '')[:200]} |")
             continue
         ratio = fmt_ratio(e / cdc) if (e and cdc) else "–"
         shown = fmt_int(e) + (" (partial)" if status == "partial" else "")
-        out.append(f"| {label} | {shown} | {ratio} | {fmt_mib(r.get('peak_rss_bytes'))} | "
+        cpu = f"{r['cpu_percent']}%" if r.get("cpu_percent") is not None else "–"
+        out.append(f"| {label} | {shown} | {ratio} | {cpu} | {fmt_mib(r.get('peak_rss_bytes'))} | "
                    f"{fmt_bytes(r.get('disk_bytes')) if r.get('disk_bytes') else '–'} | "
                    f"{r.get('verified', '')} |")
         if key == "postgres" and r.get("load_seconds") and e:
             el = r["events"] / (r["seconds"] + r["load_seconds"])
             out.append(f"| PostgreSQL, counting the load into `cdc_events` ({r['load_seconds']:.1f} s: "
                        f"JSON text to jsonb happens there) | {fmt_int(el)} | "
-                       f"{fmt_ratio(el / cdc) if cdc else '–'} | | | |")
+                       f"{fmt_ratio(el / cdc) if cdc else '–'} | | | | |")
         if r.get("note") and key not in ("decode-only-1t", "decode-only-2t", "rocksdb-raw"):
             notes.append(f"- {label}: {r['note']}")
     return "\n".join(out), notes
@@ -173,11 +174,17 @@ def goals(rows, batches):
 
     check("≥ 5× the PostgreSQL procedure", ["postgres"], 5)
     check("≥ 5× SQLite (the faster variant)", ["sqlite-json1", "sqlite-python"], 5)
-    lim = eps(pick(rows, "decode-only-2t", GOAL_BATCH))
+    l1 = eps(pick(rows, "decode-only-1t", GOAL_BATCH))
+    l2 = eps(pick(rows, "decode-only-2t", GOAL_BATCH))
+    lim = max(l1 or 0, l2 or 0)
     if lim:
         share = c / lim
         lines.append(f"- ≥ 70% of the JSON-decoding-only limit on 2 cores: {c:,.0f} ÷ {lim:,.0f} = "
-                     f"**{share:.0%}**: **{'met' if share >= 0.7 else 'NOT met'}**")
+                     f"**{share:.0%}**: **{'met' if share >= 0.7 else 'NOT met'}**"
+                     + (f" (2 threads decoded only {(l2 or 0) / l1:.2f}× as fast as 1 in this run: "
+                        "the second core was busy with other work, so the true 2-core limit is "
+                        "higher; the larger of the two figures is used)"
+                        if l1 and (not l2 or l2 < 1.2 * l1) else ""))
     peak = [pick(rows, "cdcstore", b) for b in batches]
     peak = [r.get("peak_rss_bytes") for r in peak if r and r.get("peak_rss_bytes")]
     if peak:
@@ -312,7 +319,11 @@ def main():
         "## What is timed",
         "",
         "- cdcstore: the whole `cdcstore apply` command (wall clock), peak RSS from `/usr/bin/time -v`, "
-        "bytes allocated under `--db` afterwards.",
+        "bytes allocated under `--db` afterwards. The binary is a copy of build/cdcstore taken "
+        "when the run starts.",
+        "- CPU: CPU time over wall time of the measured process (100% = one core busy): "
+        "`time -v` for the native programs, /proc/PID/stat of the backend for PostgreSQL, of "
+        "the JVM for Spark, getrusage for SQLite.",
         "- PostgreSQL: the events are first loaded into `cdc_events` (not timed); then one psql "
         "session runs `CALL apply_batch(from, to)` for each batch, timed from the first CALL to "
         "the end of the last. Memory: VmHWM of that backend. Disk: "

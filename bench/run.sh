@@ -119,6 +119,13 @@ fi
 
 SCR="$OUT/scratch"
 # ---- cdcstore ----
+# Measure a copy: other work may rebuild build/cdcstore while the benchmark runs.
+CDC_SRC=$CDC
+if [ -x "$CDC_SRC" ]; then
+    cp "$CDC_SRC" "$OUT/bin/cdcstore" && CDC="$OUT/bin/cdcstore"
+    printf '# cdcstore: copy of %s, built %s, at commit %s\n' "$CDC_SRC" \
+        "$(date -u -r "$CDC_SRC" '+%Y-%m-%d %H:%M UTC')" "$(git rev-parse --short HEAD 2>/dev/null)" >> "$CMDS"
+fi
 for b in $BATCHES; do
     run_step cdcstore "$b" "$OUT/logs/cdcstore.log" \
         python3 bench/peer_cmd.py cdcstore --bin "$CDC" --events "$EV" --expected "$EXP" \
