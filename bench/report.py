@@ -208,16 +208,23 @@ def chart(rows, batches, outdir, png):
             f.write(f"{b} " + " ".join(vals) + "\n")
     script = os.path.join(outdir, "throughput.gp")
     plots = []
+    colors = {"cdcstore": "#d62728", "postgres": "#1f77b4", "sqlite-json1": "#2ca02c",
+              "sqlite-python": "#98df8a", "spark-delta": "#ff7f0e", "decode-only-1t": "#7f7f7f",
+              "decode-only-2t": "#000000", "rocksdb-raw": "#9467bd"}
     for i, k in enumerate(keys, start=2):
         kind = dict((kk, kd) for kk, _, kd in PEERS)[k]
-        style = "lines dashtype 2 lw 2" if kind == "limit" else "linespoints pt 7 ps 1.2 lw 2"
-        title = LABEL[k].replace("`", "").replace("_", "\\\\_")
+        style = "lines dashtype 2 lw 2" if kind == "limit" else "linespoints pt 7 ps 1.3 lw 2"
+        style += f" lc rgb '{colors.get(k, '#333333')}'"
+        title = LABEL[k].replace("`", "")
+        partial = [b for b in batches if (pick(rows, k, b) or {}).get("status") == "partial"]
+        if partial:
+            title += " (partial at " + ", ".join(f"{b:,}" for b in partial) + ": time budget)"
         plots.append(f"'{dat}' using 1:{i} with {style} title \"{title}\"")
     with open(script, "w") as f:
-        f.write(f"""set terminal pngcairo size 1000,760 noenhanced font ",11"
+        f.write(f"""set terminal pngcairo size 1000,900 noenhanced font ",11"
 set output '{png}'
 set datafile missing '?'
-set key below vertical maxrows 4 width -4
+set key below vertical maxcols 1
 set logscale xy
 set xtics ({', '.join(f'"{b:,}" {b}' for b in batches)})
 set xrange [{min(batches) * 0.7}:{max(batches) * 1.4}]
@@ -234,8 +241,8 @@ plot {', '.join(plots)}
     if r.returncode != 0:
         # pngcairo missing in some builds: fall back to the plain png terminal.
         with open(script) as f:
-            s = f.read().replace("pngcairo size 1000,760 noenhanced font \",11\"",
-                                 "png size 1000,760 noenhanced")
+            s = f.read().replace("pngcairo size 1000,900 noenhanced font \",11\"",
+                                 "png size 1000,900 noenhanced")
         with open(script, "w") as f:
             f.write(s)
         r = subprocess.run([gp, script], capture_output=True, text=True)
