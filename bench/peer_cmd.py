@@ -5,6 +5,7 @@
       `cdcstore apply --db DIR --batch-size N F`, timed as a whole (wall clock of the command,
       peak RSS from time -v), then `cdcstore export --db DIR --table public.items --format csv`
       compared byte for byte with E; disk = bytes allocated under DIR after the apply.
+  peer_cmd.py cdcstore ... --sync        the same with `apply --sync` (fsync every batch)
   peer_cmd.py decode --bin decode_only --events F --threads T
   peer_cmd.py rocksdb --bin rocksdb_raw --events F --db DIR
 
@@ -55,17 +56,20 @@ def timed(cmd, stdout_path=None):
 
 def cmd_cdcstore(a):
     n = count_lines(a.events)
+    peer = "cdcstore-sync" if a.sync else "cdcstore"
     if not (os.path.isfile(a.bin) and os.access(a.bin, os.X_OK)):
-        result(a.results, peer="cdcstore", batch=a.batch, events=n, status="missing",
+        result(a.results, peer=peer, batch=a.batch, events=n, status="missing",
                verified="not run", note=f"{a.bin} does not exist (the CLI is not built yet)")
         return 0
     shutil.rmtree(a.db, ignore_errors=True)
-    cmd = [a.bin, "apply", "--db", a.db, "--batch-size", str(a.batch), a.events]
+    cmd = [a.bin, "apply", "--db", a.db, "--batch-size", str(a.batch)]
+    cmd += ["--sync"] if a.sync else []
+    cmd += [a.events]
     rc, out, err, wall, rss = timed(cmd)
     cpu = timed.cpu_percent
     log = (out + err).strip()
     if rc != 0:
-        result(a.results, peer="cdcstore", batch=a.batch, events=n, status="failed",
+        result(a.results, peer=peer, batch=a.batch, events=n, status="failed",
                verified="not run", peak_rss_bytes=rss,
                note=f"apply exited {rc}: {log[-400:]}")
         return 1
@@ -77,13 +81,16 @@ def cmd_cdcstore(a):
         verified = f"export exited {erc}: {eerr.strip()[-300:]}"
     else:
         verified = compare_csv(a.expected, got)
-    result(a.results, peer="cdcstore", batch=a.batch, events=n, seconds=wall,
+    result(a.results, peer=peer, batch=a.batch, events=n, seconds=wall,
            peak_rss_bytes=rss, disk_bytes=disk,
            status="ok" if verified == "ok" else "failed", verified=verified,
            export_seconds=ewall, export_peak_rss_bytes=erss, cpu_percent=cpu,
            note=("apply output: " + log.replace("\n", " | ")[-300:]) if log else "")
     if os.path.exists(got):
         os.unlink(got)
+    if a.keep and verified == "ok":
+        shutil.rmtree(a.keep, ignore_errors=True)
+        os.rename(a.db, a.keep)               # for the reconcile figure (peer_pg.py)
     shutil.rmtree(a.db, ignore_errors=True)
     return 0 if verified == "ok" else 1
 
@@ -143,6 +150,8 @@ def main():
     c.add_argument("--batch", type=int, required=True)
     c.add_argument("--expected", required=True)
     c.add_argument("--db", required=True)
+    c.add_argument("--sync", action="store_true", help="apply --sync (fsync every batch)")
+    c.add_argument("--keep", help="move the verified replica here instead of removing it")
     d = sub.add_parser("decode")
     d.add_argument("--threads", type=int, default=1)
     r = sub.add_parser("rocksdb")

@@ -140,6 +140,45 @@ def run_batch_size(cluster, n_events, batch, expected, tmp):
     return t1 - t0, hwm, disk, verified, cpu
 
 
+SOURCE_DDL = """DROP TABLE IF EXISTS items;
+CREATE TABLE items (id bigint PRIMARY KEY, customer_id int, status text, amount numeric(12, 2),
+                    note text, updated_at text);"""
+
+# Twenty differences: 10 changed rows, 5 rows only in the source, 5 only in the replica.
+DIFF_SQL = """
+UPDATE items SET status = status || '!' WHERE id IN (SELECT id FROM items ORDER BY id OFFSET 100 LIMIT 10);
+DELETE FROM items WHERE id IN (SELECT id FROM items ORDER BY id DESC OFFSET 50 LIMIT 5);
+INSERT INTO items (id, status) SELECT 9000000000000 + g, 'new' FROM generate_series(1, 5) g;
+"""
+
+
+def reconcile(cluster, a):
+    """Time `cdcstore reconcile` of the kept replica against a source table holding the expected
+    state: once equal, once with 20 differences."""
+    from peer_cmd import timed
+    cluster.psql("bench", "-c", SOURCE_DDL)
+    cluster.psql("bench", "-c", f"\\copy items FROM '{a.expected}' CSV HEADER")
+    cluster.psql("bench", "-c", "VACUUM ANALYZE items")
+    rows = int(cluster.psql("bench", "-c", "SELECT count(*) FROM items").strip())
+    conninfo = f"host=127.0.0.1 port={a.port} user=postgres dbname=bench"
+    for case in ("equal", "20 differences"):
+        if case != "equal":
+            cluster.psql("bench", "-c", DIFF_SQL)
+        cmd = [a.reconcile_bin, "reconcile", "--db", a.reconcile_db, "--table", "public.items",
+               "--source", conninfo, "--recheck-wait", "50"]
+        rc, out, err, wall, rss = timed(cmd)
+        cpu = timed.cpu_percent
+        lines = [l for l in out.splitlines() if l.strip()]
+        want_rc, want_n = (0, 0) if case == "equal" else (1, 20)
+        ok = rc == want_rc and len(lines) == want_n
+        result(a.results, peer="cdcstore-reconcile", batch=-1, events=rows, seconds=wall,
+               peak_rss_bytes=rss, cpu_percent=cpu, case=case,
+               status="ok" if ok else "failed",
+               verified="ok" if ok else f"exit {rc}, {len(lines)} lines (expected exit "
+                                        f"{want_rc}, {want_n} lines): {(out + err)[-300:]}",
+               note=f"rows per second = source rows / wall time; {' '.join(cmd[1:5])} ...")
+
+
 def main():
     p = argparse.ArgumentParser(description="apply_batch MERGE on PostgreSQL 15")
     p.add_argument("--events", required=True)
@@ -148,6 +187,8 @@ def main():
     p.add_argument("--port", type=int, default=55499)
     p.add_argument("--workdir", default=tempfile.gettempdir())
     p.add_argument("--results")
+    p.add_argument("--reconcile-bin", help="cdcstore binary: also time its reconcile")
+    p.add_argument("--reconcile-db", help="a verified cdcstore replica of the same events")
     a = p.parse_args()
     a.workdir = os.path.abspath(a.workdir)   # the server runs as postgres: no relative paths
     n_lines = count_lines(a.events)
@@ -167,6 +208,8 @@ def main():
                    note=f"PostgreSQL {version}, default settings; COPY into cdc_events "
                         f"{load_s:.1f} s not timed; memory = VmHWM of the backend "
                         f"(includes shared_buffers pages it touched)")
+        if a.reconcile_bin and a.reconcile_db and os.path.isdir(a.reconcile_db):
+            reconcile(cluster, a)
     except Exception as e:  # report, never hide: the driver records the reason
         for batch in a.batch:
             result(a.results, peer="postgres", batch=batch, events=n_lines, status="failed",

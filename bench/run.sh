@@ -13,6 +13,7 @@
 #   BENCH_SPARK (1; 0 skips Spark + Delta, reported as missing)
 #   BENCH_SPARK_BUDGET (300: seconds of applying per batch size before Spark is stopped)
 #   BENCH_PG_PORT (55499)   BENCH_BUILD (1: run `make all` when build/cdcstore is missing)
+#   BENCH_SYNC (1: also `cdcstore apply --sync`, fsync every batch, as PostgreSQL commits do)
 #   BENCH_PROFILE (1: perf profile of cdcstore at batches of 10,000 when perf exists)
 #   BENCH_OUT (bench/out)   BENCH_RESULTS (bench/RESULTS.md)   BENCH_PNG (bench/throughput.png)
 set -uo pipefail
@@ -29,6 +30,7 @@ SPARK=${BENCH_SPARK:-1}
 SPARK_BUDGET=${BENCH_SPARK_BUDGET:-300}
 PG_PORT=${BENCH_PG_PORT:-55499}
 BUILD=${BENCH_BUILD:-1}
+SYNC=${BENCH_SYNC:-1}
 PROFILE=${BENCH_PROFILE:-1}
 OUT=${BENCH_OUT:-bench/out}
 RESULTS_MD=${BENCH_RESULTS:-bench/RESULTS.md}
@@ -126,11 +128,22 @@ if [ -x "$CDC_SRC" ]; then
     printf '# cdcstore: copy of %s, built %s, at commit %s\n' "$CDC_SRC" \
         "$(date -u -r "$CDC_SRC" '+%Y-%m-%d %H:%M UTC')" "$(git rev-parse --short HEAD 2>/dev/null)" >> "$CMDS"
 fi
+KEEP_BATCH=$(for b in $BATCHES; do echo "$b"; done | grep -x 10000 || echo "$BATCHES" | awk '{print $NF}')
+KEEP="$SCR/cdcstore-kept"
+rm -rf "$KEEP"
 for b in $BATCHES; do
+    keep=(); [ "$b" = "$KEEP_BATCH" ] && keep=(--keep "$KEEP")
     run_step cdcstore "$b" "$OUT/logs/cdcstore.log" \
         python3 bench/peer_cmd.py cdcstore --bin "$CDC" --events "$EV" --expected "$EXP" \
-        --batch "$b" --db "$SCR/cdcstore-db" --results "$RES"
+        --batch "$b" --db "$SCR/cdcstore-db" "${keep[@]}" --results "$RES"
 done
+if [ "$SYNC" = 1 ]; then
+    for b in $BATCHES; do
+        run_step cdcstore-sync "$b" "$OUT/logs/cdcstore.log" \
+            python3 bench/peer_cmd.py cdcstore --sync --bin "$CDC" --events "$EV" --expected "$EXP" \
+            --batch "$b" --db "$SCR/cdcstore-db" --results "$RES"
+    done
+fi
 PROFILE_TXT=""
 if [ "$PROFILE" = 1 ] && [ -x "$CDC" ] && command -v perf >/dev/null \
    && grep -q '"peer": "cdcstore".*"status": "ok"' "$RES"; then
@@ -167,9 +180,12 @@ rm -f "$SCR"/sqlite.db*
 # ---- PostgreSQL ----
 PG_ARGS=()
 for b in $BATCHES; do PG_ARGS+=(--batch "$b"); done
+# The source table for `cdcstore reconcile` lives in the same throwaway cluster.
+[ -d "$KEEP" ] && PG_ARGS+=(--reconcile-bin "$CDC" --reconcile-db "$KEEP")
 run_step postgres "$(echo "$BATCHES" | awk '{print $1}')" "$OUT/logs/postgres.log" \
     python3 bench/peer_pg.py --events "$EV" --expected "$EXP" "${PG_ARGS[@]}" --port "$PG_PORT" \
     --workdir "$SCR" --results "$RES"
+rm -rf "$KEEP"
 
 # ---- Spark + Delta ----
 spark_missing() {
