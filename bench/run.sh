@@ -152,8 +152,14 @@ if [ "$PROFILE" = 1 ] && [ -x "$CDC" ] && command -v perf >/dev/null \
     printf '%s\n' "perf record -g -o $OUT/perf.data $CDC apply --db $SCR/cdcstore-prof --batch-size 10000 $EV" >> "$CMDS"
     if perf record -g -o "$OUT/perf.data" "$CDC" apply --db "$SCR/cdcstore-prof" --batch-size 10000 "$EV" \
             > "$OUT/logs/perf.log" 2>&1; then
-        perf report -i "$OUT/perf.data" --stdio --no-children -g none --percent-limit 1 2>/dev/null \
-            | grep -v -e '^$' -e '^# *$' -e '^# [.T(]' -e '^# Overhead' -e '^# Event' | sed 's/ *$//' | head -60 > "$OUT/profile.txt"
+        {
+            echo "# share of samples per library"
+            perf report -i "$OUT/perf.data" --stdio --no-children -g none --sort dso 2>/dev/null \
+                | grep -v -e '^$' -e '^#' | sed 's/ *$//' | awk '$1+0 >= 0.5' | head -12
+            echo "# hottest functions"
+            perf report -i "$OUT/perf.data" --stdio --no-children -g none --percent-limit 1 2>/dev/null \
+                | grep -v -e '^$' -e '^#' | sed 's/ *$//' | head -40
+        } > "$OUT/profile.txt"
         PROFILE_TXT="$OUT/profile.txt"
     fi
     rm -rf "$SCR/cdcstore-prof"
