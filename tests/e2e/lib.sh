@@ -1,0 +1,267 @@
+# shellcheck shell=bash
+# tests/e2e/lib.sh: what tests/e2e/run.sh and tests/e2e/pipeline-demo.sh
+# share (sourced, bash).  The caller sets WORK (a scratch directory) first.
+#
+# PostgreSQL -> Debezium -> Kafka come from tests/stack/ (stack.sh,
+# connector.sh, changegen); cdcstore from build/cdcstore; e2e_kafka (Kafka
+# high watermarks, a group's committed offsets, topic creation) is built from
+# tests/e2e/e2e_kafka.c into build/e2e/.
+
+E2E_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+CDC=${CDCSTORE:-$E2E_ROOT/build/cdcstore}
+STACK=$E2E_ROOT/tests/stack/stack.sh
+CONN=$E2E_ROOT/tests/stack/connector.sh
+CHANGEGEN=$E2E_ROOT/tests/stack/changegen
+E2EK=$E2E_ROOT/build/e2e/e2e_kafka
+# The tables the connector captures.
+E2E_TABLES=(orders order_lines customers products)
+E2E_T0=${E2E_T0:-$SECONDS}
+# The connector's converters: schemas.enable=true puts {"schema", "payload"}
+# around keys and values; jq programs unwrap them with this.
+# shellcheck disable=SC2034 # for the callers
+JQ_UNWRAP='def unwrap: if type == "object" and has("schema") and has("payload") then .payload else . end; '
+
+# The pipeline's configuration. The defaults are the issue's: the JSON
+# converters without schemas and decimal.handling.mode precise (the
+# connector.sh defaults), tables with REPLICA IDENTITY DEFAULT (schema.sql).
+# Three defects of cdcstore or limits of Debezium show with them (see
+# tests/e2e/README.md); E2E_WORKAROUNDS=1 sets the three settings below that
+# avoid them:
+#   E2E_SCHEMAS=true           a TIMESTAMP column then arrives typed, not as
+#                              a bare MicroTimestamp integer
+#   E2E_DECIMAL_MODE=string    an unconstrained NUMERIC then keeps its scale
+#                              (precise mode sends 103.0 as 103)
+#   E2E_ORDERS_IDENTITY=full   a primary-key update of an order with a TOASTed
+#                              note then carries the note (DEFAULT sends
+#                              Debezium's placeholder in the create of the
+#                              new key); scenario 6 sets DEFAULT for its check
+if [[ ${E2E_WORKAROUNDS:-0} == 1 ]]; then
+    E2E_SCHEMAS=${E2E_SCHEMAS:-true}
+    E2E_DECIMAL_MODE=${E2E_DECIMAL_MODE:-string}
+    E2E_ORDERS_IDENTITY=${E2E_ORDERS_IDENTITY:-full}
+fi
+E2E_SCHEMAS=${E2E_SCHEMAS:-false}
+E2E_DECIMAL_MODE=${E2E_DECIMAL_MODE:-precise}
+E2E_ORDERS_IDENTITY=${E2E_ORDERS_IDENTITY:-default}
+# NUMERIC(p,s) columns in precise mode without schemas: the scale is not in
+# the message and is declared to cdcstore (in string mode a declared scale
+# would reject the text values).
+E2E_DECIMALS=()
+if [[ $E2E_DECIMAL_MODE == precise ]]; then
+    E2E_DECIMALS=(--decimal public.orders.amount=2 --decimal public.order_lines.price=3 --decimal public.products.price=3)
+fi
+e2e_config() {
+    echo "schemas.enable=$E2E_SCHEMAS decimal.handling.mode=$E2E_DECIMAL_MODE orders REPLICA IDENTITY ${E2E_ORDERS_IDENTITY^^}"
+}
+
+# Processes this script started (changegen, cdcstore ingest): the cleanup
+# ends them by pid.
+E2E_PIDS=()
+
+e2e_log() { printf '# [%3ds] %s\n' "$((SECONDS - E2E_T0))" "$*"; }
+e2e_die() {
+    printf 'e2e: error: %s\n' "$*" >&2
+    exit 1
+}
+
+now_ms() { date +%s%3N; }
+
+# Builds cdcstore, changegen and e2e_kafka when missing or older than their sources.
+e2e_build() {
+    make -C "$E2E_ROOT" --no-print-directory -s all tests/stack/changegen >"$WORK/build.log" 2>&1 || {
+        cat "$WORK/build.log" >&2
+        e2e_die "make failed"
+    }
+    if [[ ! -x $E2EK || $E2E_ROOT/tests/e2e/e2e_kafka.c -nt $E2EK ]]; then
+        mkdir -p "$(dirname "$E2EK")"
+        # shellcheck disable=SC2046
+        cc -O2 -Wall -Wextra -Werror -o "$E2EK" "$E2E_ROOT/tests/e2e/e2e_kafka.c" \
+            $(pkg-config --cflags --libs rdkafka) || e2e_die "building $E2EK failed (librdkafka-dev?)"
+    fi
+}
+
+# Starts the stack (fetching the Java artifacts the first time) and loads
+# its environment: PG*, KAFKA_BROKERS, CONNECT_URL, STACK_DIR, ...
+e2e_stack_up() {
+    "$STACK" up >"$WORK/stack-up.log" 2>&1 || {
+        tail -n 30 "$WORK/stack-up.log" >&2
+        return 1
+    }
+    eval "$("$STACK" env)"
+    SRC="host=$PGHOST port=$PGPORT dbname=$PGDATABASE user=$PGUSER"
+    # shellcheck disable=SC2034 # for the callers
+    PGLOG=$STACK_DIR/logs/postgres.log
+}
+
+app_psql() { psql -X -q -v ON_ERROR_STOP=1 -tA "$@"; }
+su_psql() { psql -X -q -v ON_ERROR_STOP=1 -tA -U "$STACK_PG_SUPERUSER" "$@"; }
+
+# topics PREFIX: the four topics of a connector with that topic.prefix.
+topics() {
+    local t
+    for t in "${E2E_TABLES[@]}"; do printf '%s.public.%s\n' "$1" "$t"; done
+}
+
+# Deletes every connector (with its offsets, slot and publication),
+# recreates database shop from schema.sql and sets the replica identity of
+# public.orders.
+reset_source() {
+    local c
+    for c in $(curl -fsS --max-time 30 "$CONNECT_URL/connectors" | jq -r '.[]'); do
+        "$CONN" delete "$c" >>"$WORK/connector.log" 2>&1 || return 1
+    done
+    "$STACK" reset-db >>"$WORK/stack.log" 2>&1 || return 1
+    app_psql -c "ALTER TABLE public.orders REPLICA IDENTITY ${E2E_ORDERS_IDENTITY^^}"
+}
+
+# create_topics PARTITIONS PREFIX: the connector's four topics, created
+# before anything consumes them (a consumer subscribed to a missing topic
+# would only see it at its next metadata refresh, minutes later).
+create_topics() {
+    local parts=$1 prefix=$2
+    # shellcheck disable=SC2046
+    "$E2EK" "$KAFKA_BROKERS" create-topics "$parts" $(topics "$prefix") >/dev/null
+}
+
+# start_ingest VAR DB GROUP LOG LATENCYFILE PREFIX [EXTRA...]: cdcstore ingest
+# in the background; its pid goes into VAR.
+start_ingest() {
+    local var=$1 db=$2 group=$3 logf=$4 lat=$5 prefix=$6
+    shift 6
+    local args=() t
+    for t in $(topics "$prefix"); do args+=(--topic "$t"); done
+    [[ -n $lat ]] && args+=(--latency-report "$lat")
+    "$CDC" ingest --db "$db" --brokers "$KAFKA_BROKERS" --group "$group" "${args[@]}" "${E2E_DECIMALS[@]}" "$@" \
+        >>"$logf" 2>&1 &
+    printf -v "$var" '%s' "$!"
+    E2E_PIDS+=("$!")
+}
+
+# stop_ingest PID: SIGTERM (the current batch is finished), waits; returns
+# ingest's exit status (0: stopped by the signal, no dead letters).
+stop_ingest() {
+    local pid=$1 rc
+    kill -TERM "$pid" 2>/dev/null
+    wait "$pid"
+    rc=$?
+    return "$rc"
+}
+
+# start_gen VAR OUT ARGS...: changegen in the background.
+start_gen() {
+    local var=$1 out=$2
+    shift 2
+    "$CHANGEGEN" "$@" >"$out" 2>"$out.err" &
+    printf -v "$var" '%s' "$!"
+    E2E_PIDS+=("$!")
+}
+
+# gen_rate OUT: "changes/s" from changegen's summary line.
+gen_rate() {
+    sed -n 's/.* changes=\([0-9]*\) .* elapsed=\([0-9.]*\)s.*/\1 \2/p' "$1" |
+        awk '{ if ($2 > 0) printf "%.0f", $1 / $2; else print 0 }'
+}
+gen_changes() { sed -n 's/.* changes=\([0-9]*\) .*/\1/p' "$1"; }
+
+# register_connector NAME TOPIC_PREFIX: connector.sh's defaults (pgoutput,
+# snapshot.mode=initial, decimal.handling.mode precise, ...) with that prefix.
+register_connector() {
+    "$CONN" register "$1" "topic.prefix=$2" "schemas.enable=$E2E_SCHEMAS" \
+        "decimal.handling.mode=$E2E_DECIMAL_MODE" >>"$WORK/connector.log" 2>&1
+}
+
+# wait_streaming NAME [SECONDS]: the connector's task runs and its slot streams.
+wait_streaming() { "$CONN" wait-running "$1" "${2:-180}" >>"$WORK/connector.log" 2>&1; }
+
+# wait_drained SLOT GROUP PREFIX [SECONDS]: waits until everything written at
+# the source so far is in the replica: the slot's walsender has sent the WAL up
+# to the current position, then the topics' high watermarks stay put and the
+# group's committed offsets (cdcstore ingest commits after each applied batch)
+# reach them.
+wait_drained() {
+    local slot=$1 group=$2 prefix=$3 timeout=${4:-180} target deadline out hw last='' same=0
+    deadline=$((SECONDS + timeout))
+    target=$(su_psql -c "SELECT pg_current_wal_lsn()")
+    until [[ $(su_psql -c "SELECT coalesce(bool_or(r.sent_lsn >= '$target'::pg_lsn), false)
+                           FROM pg_replication_slots s JOIN pg_stat_replication r ON r.pid = s.active_pid
+                           WHERE s.slot_name = '$slot'") == t ]]; do
+        if ((SECONDS >= deadline)); then
+            echo "slot $slot has not sent WAL up to $target after ${timeout}s"
+            return 1
+        fi
+        sleep 0.5
+    done
+    while :; do
+        # shellcheck disable=SC2046
+        out=$("$E2EK" "$KAFKA_BROKERS" lag "$group" $(topics "$prefix")) || return 1
+        hw=${out#hw=}
+        hw=${hw%% *}
+        if [[ $out == *" lag=0" && $hw == "$last" ]]; then
+            same=$((same + 1))
+            ((same >= 2)) && return 0
+        else
+            same=0
+        fi
+        last=$hw
+        if ((SECONDS >= deadline)); then
+            echo "not drained after ${timeout}s: $out"
+            return 1
+        fi
+        sleep 0.7
+    done
+}
+
+# reconcile_all DB LABEL [SOURCE_SCHEMA]: reconciles every table of the replica
+# with the source (tables SOURCE_SCHEMA.T when given); prints the row counts.
+# Fails at the first table that differs, showing reconcile's output.
+reconcile_all() {
+    local db=$1 label=$2 schema=${3:-} t rc rows summary=
+    for t in "${E2E_TABLES[@]}"; do
+        local src=()
+        [[ -n $schema ]] && src=(--source-table "$schema.$t")
+        "$CDC" reconcile --db "$db" --table "public.$t" --source "$SRC" "${src[@]}" \
+            >"$WORK/reconcile-$label-$t.out" 2>"$WORK/reconcile-$label-$t.err"
+        rc=$?
+        if ((rc != 0)); then
+            echo "reconcile of public.$t exited $rc:"
+            head -n 10 "$WORK/reconcile-$label-$t.out"
+            tail -n 5 "$WORK/reconcile-$label-$t.err"
+            return 1
+        fi
+        rows=$(app_psql -c "SELECT count(*) FROM ${schema:-public}.$t")
+        summary+="${summary:+, }$t $rows"
+    done
+    echo "$summary rows"
+}
+
+# percentiles FILE [FROM_LINE [TO_LINE]]: "p50 P p99 Q max M n N" (ms) of the
+# latency report lines in the range.
+percentiles() {
+    local f=$1 from=${2:-1} to=${3:-}
+    [[ -z $to ]] && to=$(wc -l <"$f")
+    sed -n "${from},${to}p" "$f" | sort -n | awk '{ v[NR] = $1 }
+        END {
+            if (NR == 0) { print "p50 - p99 - max - n 0"; exit }
+            i50 = int(0.50 * NR); if (i50 < 0.50 * NR) i50++; if (i50 < 1) i50 = 1
+            i99 = int(0.99 * NR); if (i99 < 0.99 * NR) i99++; if (i99 < 1) i99 = 1
+            printf "p50 %d p99 %d max %d n %d\n", v[i50], v[i99], v[NR], NR
+        }'
+}
+
+# stat_of DB TABLE COUNTER: one counter of `cdcstore stats --json`.
+stat_of() {
+    "$CDC" stats --db "$1" --json | jq -r --arg t "$2" --arg c "$3" \
+        'if $t == "total" then .total[$c] else (.tables[$t][$c] // 0) end'
+}
+
+# Ends the processes this script started that still run.
+e2e_kill_started() {
+    local p
+    for p in "${E2E_PIDS[@]}"; do
+        if kill -0 "$p" 2>/dev/null; then
+            kill -TERM "$p" 2>/dev/null
+        fi
+    done
+    for p in "${E2E_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    E2E_PIDS=()
+}

@@ -1,0 +1,721 @@
+#!/usr/bin/env bash
+# tests/e2e/run.sh: end-to-end tests of cdcstore on the real pipeline
+# PostgreSQL 15 -> Debezium 3.6.1 (Kafka Connect 4.3) -> Kafka 4.3 ->
+# `cdcstore ingest`, the stack of tests/stack/ (started here, stopped at the
+# end unless E2E_KEEP_STACK=1). `make test-e2e` runs it.
+#
+# Scenarios (issue 3), each ending with `cdcstore reconcile` finding every
+# table of the replica equal to its source:
+#   1  initial snapshot plus streaming under a steady changegen load, with
+#      transactions open while the snapshot runs that commit after it (the
+#      snapshot handover: a streamed change with an LSN below its snapshot's);
+#      then a steady-load window where the end-to-end latency is measured
+#   2  `cdcstore ingest` killed with SIGKILL three times under load (in the
+#      middle of filling or applying a batch) and restarted
+#   3  Kafka Connect stopped (SIGTERM) for a while with the generator
+#      running, then started again
+#   4  a full replay of the topics from the beginning into the populated
+#      replica (new group, --from-beginning): 0 applied, `export --meta` and
+#      the applied counter unchanged
+#   5  the connector deleted (offsets reset, slot dropped), changes (deletes
+#      included) while no slot exists, registered again: a new snapshot into
+#      the populated replica; the rows deleted in the gap disappear
+#   6  REPLICA IDENTITY DEFAULT: updates that leave a TOASTed column unchanged
+#      (Debezium's placeholder) keep the stored value
+#   7  two `cdcstore ingest` processes in one group on topics of 4 partitions,
+#      each with its own replica: each replica equals the source restricted to
+#      the partitions it owns, and together they cover the source
+# Scenarios 1-6 run on one connector and one replica, in order; 7 on a fresh
+# database, connector and topics.
+#
+# Output: one `ok`/`FAIL` line per check, `#` lines for progress and figures
+# (the latency p50/p99), then `N passed, M failed`. Exit 0 when all pass.
+#
+# Environment:
+#   E2E_KEEP_STACK=1   leave the stack running at the end
+#   E2E_RATE           changegen --rate, statements/s (default 1300: about
+#                      1,000+ row changes/s, a fifth of statements find no row)
+#   E2E_KEYS           order ids of the generator (default 20000)
+#   E2E_LATENCY_SECS   length of the latency window (default 20)
+#   E2E_ONLY           e.g. "1 4 7": run only these (2-6 need 1 before them)
+#   E2E_WORK           scratch directory (default: a new one in /tmp; kept
+#                      when a check fails)
+#   STACK_* as for tests/stack/stack.sh (ports, STACK_DIR)
+# Checks given as `eval '...'` expand their variables when they run.
+# shellcheck disable=SC2016
+set -uo pipefail
+export LC_ALL=C.UTF-8
+
+WORK=${E2E_WORK:-$(mktemp -d /tmp/cdcstore-e2e.XXXXXX)}
+mkdir -p "$WORK"
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+RATE=${E2E_RATE:-1300}
+KEYS=${E2E_KEYS:-20000}
+LAT_SECS=${E2E_LATENCY_SECS:-20}
+ONLY=${E2E_ONLY:-1 2 3 4 5 6 7}
+RUN=$(date +%s)
+P=e2e_$RUN          # topic prefix of scenarios 1-6
+P7=e2e7_$RUN        # topic prefix of scenario 7
+GROUP=e2e-main-$RUN
+R=$WORK/replica
+PASSED=0
+FAILED=0
+MAIN_PID=
+NSTART=0
+KILL_ENDS=()
+KILL_FIRST=0
+LATENCY_LINE=
+LATENCY_STAGES=
+
+ok() {
+    PASSED=$((PASSED + 1))
+    echo "ok   $*"
+}
+fail() {
+    FAILED=$((FAILED + 1))
+    echo "FAIL $1"
+    if [[ -n ${2:-} && -s $2 ]]; then sed 's/^/     | /' "$2" | head -n 25; fi
+}
+# check NAME CMD...: ok when CMD succeeds; its output is shown on failure, or
+# appended to NAME on success when it prints one line.
+check() {
+    local name=$1 out
+    shift
+    "$@" >"$WORK/check.out" 2>&1
+    local rc=$?
+    out=$(head -c 300 "$WORK/check.out" | head -n 1)
+    if ((rc == 0)); then
+        ok "$name${out:+ ($out)}"
+        return 0
+    fi
+    fail "$name" "$WORK/check.out"
+    return 1
+}
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    e2e_kill_started
+    if [[ ${E2E_KEEP_STACK:-0} != 1 ]]; then
+        "$STACK" down >>"$WORK/stack.log" 2>&1 || echo "e2e: stack.sh down failed; see $WORK/stack.log" >&2
+    fi
+    if ((FAILED == 0 && rc == 0)) && [[ -z ${E2E_WORK:-} ]]; then
+        rm -rf "$WORK"
+    else
+        echo "# logs and replicas kept in $WORK"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+runs() { [[ " $ONLY " == *" $1 "* ]]; }
+
+# ---- Helpers of the scenarios -------------------------------------------------
+
+# (Re)starts the main ingest of scenarios 1-6; each start has its own log
+# and latency report.
+# A static group member (group.instance.id): a restart after SIGKILL gets its
+# partitions back at once, instead of after the dead member's session
+# timeout (45 s by default) when the group rebalances.
+main_ingest_start() {
+    NSTART=$((NSTART + 1))
+    [[ -f $WORK/main-kafka.properties ]] || printf 'group.instance.id=e2e-main-%s\n' "$RUN" >"$WORK/main-kafka.properties"
+    start_ingest MAIN_PID "$R" "$GROUP" "$WORK/ingest-main-$NSTART.log" "$WORK/latency-main-$NSTART.txt" "$P" \
+        --kafka-config "$WORK/main-kafka.properties" "$@"
+}
+main_ingest_stop() {
+    [[ -n $MAIN_PID ]] || return 0
+    stop_ingest "$MAIN_PID"
+    local rc=$?
+    MAIN_PID=
+    return "$rc"
+}
+
+# Fills the fresh database: KEYS orders (10% TOASTed), order lines and
+# customers from the generator's first changes, orders 30001-30010 for the
+# held transactions (outside the generator's range, so that it never waits on
+# their row locks), orders 40001-40300 that only scenario 5 deletes, and 200
+# products.
+seed_source() {
+    "$CHANGEGEN" --seed 1 --keys "$KEYS" --init-rows "$KEYS" --count 2000 --rate 0 >"$WORK/seed.out" 2>&1 &&
+        app_psql -c "INSERT INTO public.orders (order_id, status, amount, note, created_at)
+                     SELECT i, 'base', i / 100.0, 'held ' || i, timestamp '2026-03-01' + i * interval '1 minute'
+                     FROM generate_series(30001, 30010) i" &&
+        app_psql -c "INSERT INTO public.orders (order_id, status, amount, note, created_at)
+                     SELECT i, 'static', i / 100.0, 'static ' || i, timestamp '2026-03-02' + i * interval '1 second'
+                     FROM generate_series(40001, 40300) i" &&
+        app_psql -c "INSERT INTO public.products (sku, title, price)
+                     SELECT 'SKU-' || i, 'product ' || i || ', \"quoted\"', i * 1.125 FROM generate_series(1, 200) i"
+}
+
+# wait_pglog MESSAGE FROM_BYTE: polls the PostgreSQL log from a byte offset.
+wait_pglog() {
+    local msg=$1 from=$2 deadline=$((SECONDS + 90))
+    until tail -c +"$((from + 1))" "$PGLOG" | grep -q "$msg"; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.1
+    done
+}
+
+# hold NAME KEYBASE ROWS: a changegen transaction that updates ROWS orders
+# above KEYBASE and stays open until $WORK/NAME.go exists.
+hold() {
+    local name=$1 base=$2 rows=$3 deadline=$((SECONDS + 30))
+    rm -f "$WORK/$name.go"
+    start_gen "HOLD_$name" "$WORK/hold-$name.out" --hold-open-tx 600 --hold-until-file "$WORK/$name.go" \
+        --key-base "$base" --hold-rows "$rows"
+    until grep -q 'holding xid=' "$WORK/hold-$name.out" 2>/dev/null; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.1
+    done
+}
+release() {
+    local pid_var=HOLD_$1
+    touch "$WORK/$1.go"
+    wait "${!pid_var}"
+}
+
+# Decodes a topic (one partition) into TSV lines: op, source.lsn, key
+# (order_id), after.status; tombstones are left out.
+orders_tsv() {
+    kcat -b "$KAFKA_BROKERS" -C -e -q -t "$1" -f '%s\n' |
+        jq -r "$JQ_UNWRAP"'select(. != null) | unwrap | [.op, .source.lsn, ((.after // .before).order_id), (.after.status // "")] | @tsv'
+}
+
+# The distinct snapshot LSNs in a topic, in order of appearance.
+snapshot_lsns() {
+    kcat -b "$KAFKA_BROKERS" -C -e -q -t "$1" -f '%s\n' |
+        jq -r "$JQ_UNWRAP"'select(. != null) | unwrap | select(.op == "r") | .source.lsn' | awk '!seen[$0]++'
+}
+
+# ---- 1: snapshot + streaming + handover --------------------------------------
+
+check_handover() {
+    local tsv=$1
+    awk -F'\t' '
+        $1 == "r" { snap = $2; lastr = NR; next }
+        { op[NR] = $1; lsn[NR] = $2; key[NR] = $3; st[NR] = $4 }
+        END {
+            if (!snap) { print "no snapshot records"; exit 1 }
+            below = 0; b = 0; bmax = 0
+            for (i = lastr + 1; i <= NR; i++) {
+                if (lsn[i] + 0 < snap + 0) below++
+                if (key[i] >= 30003 && key[i] <= 30005 && st[i] == "held-open" && lsn[i] + 0 < snap + 0) {
+                    b++; if (lsn[i] + 0 > bmax) bmax = lsn[i] + 0
+                }
+            }
+            if (b != 3) { printf "B updates streamed below the snapshot LSN %s: %d of 3 (%d streamed changes below it)\n", snap, b, below; exit 1 }
+            printf "B streamed after the snapshot with LSN %d < snapshot LSN %s; %d streamed changes below it\n", bmax, snap, below
+        }' "$tsv"
+}
+
+check_held_rows() {
+    local id
+    for id in 30003 30004 30005; do
+        "$CDC" get --db "$R" --table public.orders "[$id]" | jq -e '.deleted == false and .row.status == "held-open"' \
+            >/dev/null || {
+            echo "order $id in the replica: $("$CDC" get --db "$R" --table public.orders "[$id]" | cut -c1-300)"
+            return 1
+        }
+    done
+    echo "orders 30003-30005 have status held-open"
+}
+
+# latency_stages TOPIC OFFSET: where the time goes, from 5000 records of the
+# topic from OFFSET: source commit (source.ts_ms) -> Debezium's event
+# (ts_ms) -> Kafka's append (the record's timestamp).
+latency_stages() {
+    kcat -b "$KAFKA_BROKERS" -C -e -q -t "$1" -o "$2" -c 5000 -f '%T\t%s\n' |
+        jq -R -r "$JQ_UNWRAP"'split("\t") | [(.[0] | tonumber), (.[1] | fromjson? // null | unwrap)]
+            | select(.[1] != null) | "\(.[1].ts_ms - .[1].source.ts_ms) \(.[0] - .[1].ts_ms)"' >"$WORK/stages.txt"
+    local a50 a99 b50 b99
+    cut -d' ' -f1 "$WORK/stages.txt" >"$WORK/stage-a.txt"
+    cut -d' ' -f2 "$WORK/stages.txt" >"$WORK/stage-b.txt"
+    read -r _ a50 _ a99 _ <<<"$(percentiles "$WORK/stage-a.txt")"
+    read -r _ b50 _ b99 _ <<<"$(percentiles "$WORK/stage-b.txt")"
+    echo "stages over $(wc -l <"$WORK/stages.txt") orders records: commit -> Debezium event p50 $a50 p99 $a99 ms; Debezium event -> Kafka append p50 $b50 p99 $b99 ms; the rest is Kafka -> cdcstore apply"
+}
+
+scenario1() {
+    e2e_log "scenario 1: initial snapshot + streaming under load, transactions open across the snapshot"
+    check "1 setup: source reset and seeded, topics created" \
+        eval 'reset_source && seed_source && create_topics 1 "$P"' || return 1
+    main_ingest_start
+    local gen
+    start_gen gen "$WORK/gen-1.out" --seed 11 --keys "$KEYS" --rate "$RATE" --duration 30
+    # The handover, as tests/stack/capture-fixtures.sh sc_inflight_handover,
+    # under the generator's load: A holds a write while the slot is created;
+    # X starts, A commits (FULL_SNAPSHOT, waiting for X); B starts, X
+    # commits (CONSISTENT: the snapshot is exported without B); B commits
+    # once the snapshot is over.
+    local logpos
+    # shellcheck disable=SC2034 # used in the eval below
+    logpos=$(stat -c %s "$PGLOG")
+    if ! check "1 handover: held transactions reach the slot's snapshot states" eval '
+        hold A 30000 1 &&
+        register_connector e2e "$P" &&
+        wait_pglog "logical decoding found initial starting point" "$logpos" &&
+        hold X 30001 1 && release A &&
+        wait_pglog "logical decoding found initial consistent point" "$logpos" &&
+        hold B 30002 3 && release X &&
+        wait_pglog "logical decoding found consistent point" "$logpos" &&
+        sed -n "s/^changegen: holding xid=\([0-9]*\).*wrote_before_lsn=\([^ ]*\).*/B: xid \1 wrote before \2/p" "$WORK/hold-B.out"'; then
+        touch "$WORK/A.go" "$WORK/X.go" "$WORK/B.go"
+    fi
+    check "1 snapshot done, connector streaming (B still open)" wait_streaming e2e 180
+    check "1 B committed after the snapshot" eval 'release B && grep -h "committed held transaction" "$WORK/hold-B.out"'
+    wait "$gen"
+    check "1 changegen load ($(gen_changes "$WORK/gen-1.out") changes at $(gen_rate "$WORK/gen-1.out")/s)" \
+        test -n "$(gen_changes "$WORK/gen-1.out")"
+    check "1 drained" wait_drained e2e_slot "$GROUP" "$P"
+    orders_tsv "$P.public.orders" >"$WORK/orders-1.tsv"
+    check "1 handover seen on the topic" check_handover "$WORK/orders-1.tsv"
+    check "1 B's updates in the replica" check_held_rows
+    check "1 reconcile: replica equals source" reconcile_all "$R" 1
+    check "1 no dead letters" test "$(stat_of "$R" total dead_letters)" = 0
+
+    # The latency window: a steady load on a running pipeline.
+    local l0 l1 pct rate o0
+    l0=$(wc -l <"$WORK/latency-main-$NSTART.txt")
+    o0=$("$E2EK" "$KAFKA_BROKERS" hw "$P.public.orders")
+    start_gen gen "$WORK/gen-lat.out" --seed 12 --keys "$KEYS" --rate "$RATE" --duration "$LAT_SECS"
+    wait "$gen"
+    check "1 latency window drained" wait_drained e2e_slot "$GROUP" "$P"
+    l1=$(wc -l <"$WORK/latency-main-$NSTART.txt")
+    pct=$(percentiles "$WORK/latency-main-$NSTART.txt" $((l0 + 1)) "$l1")
+    rate=$(gen_rate "$WORK/gen-lat.out")
+    read -r _ p50 _ p99 _ max _ n <<<"$pct"
+    LATENCY_LINE="end-to-end latency (apply time - source.ts_ms): p50 $p50 ms, p99 $p99 ms, max $max ms over $n changes; load $rate changes/s for ${LAT_SECS}s (changegen --rate $RATE)"
+    e2e_log "$LATENCY_LINE"
+    LATENCY_STAGES=$(latency_stages "$P.public.orders" "$o0")
+    e2e_log "$LATENCY_STAGES"
+    check "1 reconcile after the latency window" reconcile_all "$R" 1b
+}
+
+# ---- 2: SIGKILL ------------------------------------------------------------
+
+check_resumed() {
+    local f n=0
+    for f in "$@"; do
+        grep -q "assigned $P.public.orders\[0\]: from offset [0-9]* (stored position" "$f" || {
+            echo "$f: no resume from a stored position:"
+            grep -v librdkafka "$f" | head -n 5
+            return 1
+        }
+        n=$((n + 1))
+    done
+    echo "$n restarts resumed from the replica's stored positions"
+}
+
+# kill_main: SIGKILL to the main ingest, once it consumes; records the
+# orders topic's end at that moment in KILL_ENDS.
+kill_main() {
+    local deadline=$((SECONDS + 60))
+    until grep -q "assigned $P.public.orders" "$WORK/ingest-main-$NSTART.log"; do
+        ((SECONDS < deadline)) || break
+        sleep 0.1
+    done
+    sleep "$1"
+    kill -KILL "$MAIN_PID"
+    KILL_ENDS+=("$("$E2EK" "$KAFKA_BROKERS" hw "$P.public.orders")")
+    wait "$MAIN_PID" 2>/dev/null
+    MAIN_PID=
+}
+
+# check_in_flight: for each kill, the next start's stored position of the
+# orders topic is below the topic's end at the kill: records were consumed
+# or in flight and not applied when the process died.
+check_in_flight() {
+    local i out='' pos end
+    for i in 0 1 2; do
+        pos=$(sed -n "s/.*assigned $P.public.orders\[0\]: from offset [0-9]* (stored position \([0-9]*\)).*/\1/p" \
+            "$WORK/ingest-main-$((KILL_FIRST + i + 1)).log" | head -n 1)
+        end=${KILL_ENDS[$i]}
+        if [[ -z $pos ]] || ((end <= pos + 1)); then
+            echo "kill $((i + 1)): stored position ${pos:-?}, topic end $end: nothing was in flight"
+            return 1
+        fi
+        out+="${out:+, }$((end - pos - 1))"
+    done
+    echo "records of orders not applied at each kill: $out"
+}
+
+scenario2() {
+    e2e_log "scenario 2: cdcstore ingest killed with SIGKILL under load, restarted"
+    local gen logs=()
+    KILL_ENDS=()
+    KILL_FIRST=$NSTART
+    start_gen gen "$WORK/gen-2.out" --seed 21 --keys "$KEYS" --rate "$RATE" --duration 20
+    sleep 2
+    kill_main 0.8
+    # Batches of one second: the kill lands while one fills.
+    main_ingest_start --batch-max-ms 1000 --batch-max-events 100000
+    logs+=("$WORK/ingest-main-$NSTART.log")
+    sleep 1.5
+    kill_main 2.3
+    sleep 2
+    # The backlog of the pause arrives as big batches: kill while they apply.
+    main_ingest_start
+    logs+=("$WORK/ingest-main-$NSTART.log")
+    kill_main 0.2
+    sleep 1
+    main_ingest_start
+    logs+=("$WORK/ingest-main-$NSTART.log")
+    wait "$gen"
+    check "2 changegen load ($(gen_changes "$WORK/gen-2.out") changes at $(gen_rate "$WORK/gen-2.out")/s)" \
+        test -n "$(gen_changes "$WORK/gen-2.out")"
+    check "2 drained" wait_drained e2e_slot "$GROUP" "$P"
+    check "2 three SIGKILLs, restarts resume from stored positions" check_resumed "${logs[@]}"
+    check "2 each SIGKILL left consumed records unapplied" check_in_flight
+    check "2 reconcile: replica equals source" reconcile_all "$R" 2
+    check "2 no dead letters" test "$(stat_of "$R" total dead_letters)" = 0
+}
+
+# ---- 3: Kafka Connect stopped and started -------------------------------------
+
+products_reads() {
+    kcat -b "$KAFKA_BROKERS" -C -e -q -t "$P.public.products" -f '%s\n' | grep -c '"op":"r"'
+}
+
+stop_connect() {
+    local pid deadline=$((SECONDS + 90))
+    pid=$(cat "$STACK_DIR/run/connect.pid") || return 1
+    kill -TERM "$pid" || return 1
+    while kill -0 "$pid" 2>/dev/null; do
+        if ((SECONDS >= deadline)); then
+            kill -KILL "$pid"
+            echo "Connect ignored SIGTERM for 90s; killed"
+        fi
+        sleep 0.3
+    done
+    echo "Connect (pid $pid) stopped"
+}
+
+check_outage() {
+    local hw0=$1 hw1 active
+    # shellcheck disable=SC2046
+    hw1=$("$E2EK" "$KAFKA_BROKERS" hw $(topics "$P"))
+    active=$(su_psql -c "SELECT active FROM pg_replication_slots WHERE slot_name = 'e2e_slot'")
+    [[ $hw0 == "$hw1" && $active == f ]] || {
+        echo "while Connect was down: topics went from $hw0 to $hw1 records, slot active=$active"
+        return 1
+    }
+    echo "no record produced, slot e2e_slot inactive"
+}
+
+scenario3() {
+    e2e_log "scenario 3: Kafka Connect stopped with the generator running, then started again"
+    local gen reads0 hw0
+    reads0=$(products_reads)
+    start_gen gen "$WORK/gen-3.out" --seed 31 --keys "$KEYS" --rate "$RATE" --duration 30
+    sleep 4
+    check "3 Connect stopped (SIGTERM) under load" stop_connect
+    # shellcheck disable=SC2046
+    hw0=$("$E2EK" "$KAFKA_BROKERS" hw $(topics "$P"))
+    sleep 10
+    check "3 nothing flows while Connect is down" check_outage "$hw0"
+    check "3 Connect started again (stack.sh up)" "$STACK" up
+    check "3 connector streaming again" wait_streaming e2e 180
+    wait "$gen"
+    check "3 changegen load ($(gen_changes "$WORK/gen-3.out") changes at $(gen_rate "$WORK/gen-3.out")/s)" \
+        test -n "$(gen_changes "$WORK/gen-3.out")"
+    check "3 drained" wait_drained e2e_slot "$GROUP" "$P"
+    check "3 resumed from its offsets, no new snapshot" test "$(products_reads)" = "$reads0"
+    check "3 reconcile: replica equals source" reconcile_all "$R" 3
+}
+
+# ---- 4: full replay --------------------------------------------------------
+
+export_meta() {
+    local dir=$1 t
+    mkdir -p "$dir"
+    for t in "${E2E_TABLES[@]}"; do
+        "$CDC" export --db "$R" --table "public.$t" --meta --output "$dir/$t.csv" 2>>"$WORK/export.log" || return 1
+    done
+}
+
+# wait_events_read N: until the replica's events_read counter reaches N (a
+# replay is not seen in the group's committed offsets: cdcstore commits the
+# replica's positions, already at the end).
+wait_events_read() {
+    local want=$1 deadline=$((SECONDS + 180)) n
+    while :; do
+        n=$(stat_of "$R" total events_read)
+        ((n >= want)) && {
+            echo "events_read $n"
+            return 0
+        }
+        ((SECONDS < deadline)) || {
+            echo "replay not done after 180s: events_read $n of $want"
+            return 1
+        }
+        sleep 0.5
+    done
+}
+
+check_replay_summary() {
+    local f=$1 hw=$2 line
+    line=$(grep 'cdcstore ingest: .* records in' "$f" | tail -n 1)
+    [[ $line =~ :\ ([0-9]+)\ records\ in\ [0-9]+\ batches:\ ([0-9]+)\ applied ]] || {
+        echo "no summary line in $f"
+        return 1
+    }
+    [[ ${BASH_REMATCH[1]} == "$hw" && ${BASH_REMATCH[2]} == 0 ]] || {
+        echo "$line (topics hold $hw records)"
+        return 1
+    }
+    echo "${BASH_REMATCH[1]} records re-read, 0 applied"
+}
+
+scenario4() {
+    e2e_log "scenario 4: full replay of the topics into the populated replica"
+    check "4 main ingest stopped by SIGTERM (exit 0)" main_ingest_stop
+    export_meta "$WORK/export-before"
+    local applied0 applied1 read0 hw rp t diffs=0
+    applied0=$(stat_of "$R" total applied)
+    read0=$(stat_of "$R" total events_read)
+    # shellcheck disable=SC2046
+    hw=$("$E2EK" "$KAFKA_BROKERS" hw $(topics "$P"))
+    start_ingest rp "$R" "e2e-replay-$RUN" "$WORK/ingest-replay.log" "" "$P" --from-beginning
+    check "4 replay consumed every record" wait_events_read $((read0 + hw))
+    check "4 replay ingest stopped by SIGTERM (exit 0)" stop_ingest "$rp"
+    check "4 replay: zero rows changed" check_replay_summary "$WORK/ingest-replay.log" "$hw"
+    export_meta "$WORK/export-after"
+    for t in "${E2E_TABLES[@]}"; do
+        cmp -s "$WORK/export-before/$t.csv" "$WORK/export-after/$t.csv" || diffs=$((diffs + 1))
+    done
+    check "4 export --meta identical before and after (4 tables, $(cat "$WORK"/export-after/*.csv | wc -l) lines)" \
+        test "$diffs" = 0
+    applied1=$(stat_of "$R" total applied)
+    check "4 stats applied unchanged ($applied0)" test "$applied1" = "$applied0"
+    main_ingest_start
+}
+
+# ---- 5: slot dropped, re-snapshot -------------------------------------------
+
+check_gap_deletes() {
+    local present
+    present=$("$CDC" export --db "$R" --table public.orders --format ndjson --where-key-range '[40001]:[40301]' |
+        grep -c .)
+    [[ $present == 0 ]] || {
+        echo "$present of orders 40001-40300, deleted while no slot existed, are still in the replica"
+        return 1
+    }
+    echo "orders 40001-40300, deleted while no slot existed, are gone"
+}
+
+delete_main_connector() {
+    "$CONN" delete e2e >>"$WORK/connector.log" 2>&1 || return 1
+    [[ $(su_psql -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'e2e_slot'") == 0 ]]
+}
+
+scenario5() {
+    e2e_log "scenario 5: replication slot dropped, changes, connector re-snapshots into the populated replica"
+    local gen gap0 gap1 snaps
+    check "5 connector deleted: offsets reset, slot and publication dropped" delete_main_connector
+    check "5 300 orders live in the replica before" eval '
+        test "$("$CDC" export --db "$R" --table public.orders --format ndjson --where-key-range "[40001]:[40301]" |
+            grep -c .)" = 300'
+    check "5 changes while no slot exists (300 orders, 4 products, order lines, customers deleted)" app_psql -c "
+        DELETE FROM public.orders WHERE order_id BETWEEN 40001 AND 40300;
+        UPDATE public.orders SET status = 'gap' WHERE order_id IN
+            (SELECT order_id FROM public.orders WHERE order_id <= $KEYS ORDER BY order_id DESC LIMIT 300);
+        DELETE FROM public.order_lines WHERE order_id IN (SELECT DISTINCT order_id FROM public.order_lines ORDER BY 1 LIMIT 4);
+        DELETE FROM public.customers WHERE customer_id IN (SELECT customer_id FROM public.customers ORDER BY 1 LIMIT 10);
+        DELETE FROM public.products WHERE sku IN ('SKU-1', 'SKU-2', 'SKU-3', 'SKU-4');
+        UPDATE public.products SET price = price + 1 WHERE sku IN ('SKU-5', 'SKU-6');
+        INSERT INTO public.orders (order_id, status, amount, created_at)
+            SELECT i, 'gap-insert', 1.23, timestamp '2026-04-01' FROM generate_series(30100, 30199) i;"
+    gap0=$(stat_of "$R" public.orders gap_deletes)
+    # The generator runs through the gap, the new snapshot and after it.
+    start_gen gen "$WORK/gen-5.out" --seed 51 --keys "$KEYS" --rate "$RATE" --duration 20
+    sleep 3
+    check "5 connector registered again" eval 'register_connector e2e "$P"'
+    check "5 new snapshot done, connector streaming" wait_streaming e2e 180
+    wait "$gen"
+    check "5 changegen load ($(gen_changes "$WORK/gen-5.out") changes at $(gen_rate "$WORK/gen-5.out")/s)" \
+        test -n "$(gen_changes "$WORK/gen-5.out")"
+    check "5 drained" wait_drained e2e_slot "$GROUP" "$P"
+    snaps=$(snapshot_lsns "$P.public.products" | tr '\n' ' ')
+    check "5 a second snapshot above the first (snapshot LSNs: $snaps)" \
+        awk '{ exit !(NF == 2 && $2 + 0 > $1 + 0) }' <<<"$snaps"
+    check "5 rows deleted while no slot existed are gone" check_gap_deletes
+    gap1=$(stat_of "$R" public.orders gap_deletes)
+    check "5 stats gap_deletes of public.orders rose ($gap0 -> $gap1)" test "$gap1" -gt "$gap0"
+    check "5 reconcile: replica equals source" reconcile_all "$R" 5
+    check "5 no dead letters" test "$(stat_of "$R" total dead_letters)" = 0
+}
+
+# ---- 6: unchanged TOASTed columns ---------------------------------------------
+
+check_note_kept() {
+    local ids=$1 id src rep
+    for id in ${ids//,/ }; do
+        src=$(app_psql -c "SELECT md5(note) || ' ' || length(note) FROM public.orders WHERE order_id = $id")
+        rep=$("$CDC" get --db "$R" --table public.orders "[$id]" | jq -r '.row.note' | tr -d '\n' | md5sum | cut -d' ' -f1)
+        [[ ${src%% *} == "$rep" ]] || {
+            echo "order $id: note md5 $rep in the replica, $src at the source"
+            return 1
+        }
+    done
+    echo "the notes of all $(wc -w <<<"${ids//,/ }") updated orders equal the source's (${src#* } chars each or so)"
+}
+
+scenario6() {
+    e2e_log "scenario 6: REPLICA IDENTITY DEFAULT, updates leaving a TOASTed column unchanged"
+    local ids hw0 kept0 kept1 n
+    check "6 public.orders has REPLICA IDENTITY DEFAULT" eval '
+        app_psql -c "ALTER TABLE public.orders REPLICA IDENTITY DEFAULT" &&
+        test "$(app_psql -c "SELECT relreplident FROM pg_class WHERE oid = '"'public.orders'"'::regclass")" = d'
+    ids=$(app_psql -c "SELECT string_agg(order_id::text, ',') FROM
+                         (SELECT order_id FROM public.orders WHERE length(note) > 2100 ORDER BY order_id LIMIT 100) s")
+    hw0=$("$E2EK" "$KAFKA_BROKERS" hw "$P.public.orders")
+    kept0=$(stat_of "$R" public.orders placeholders_kept)
+    check "6 100 TOASTed orders updated without touching note" \
+        app_psql -c "UPDATE public.orders SET status = 'toast-kept', paid = NOT coalesce(paid, false)
+                     WHERE order_id IN ($ids)"
+    check "6 drained" wait_drained e2e_slot "$GROUP" "$P"
+    n=$(kcat -b "$KAFKA_BROKERS" -C -e -q -t "$P.public.orders" -p 0 -o "$hw0" -f '%s\n' |
+        grep -c '"note":"__debezium_unavailable_value"')
+    check "6 Debezium sent the unavailable-value placeholder ($n of 100 updates)" test "$n" = 100
+    kept1=$(stat_of "$R" public.orders placeholders_kept)
+    check "6 stats placeholders_kept +$((kept1 - kept0)) (now $kept1)" test $((kept1 - kept0)) -ge 100
+    check "6 stored notes kept" check_note_kept "$ids"
+    check "6 reconcile: replica equals source" reconcile_all "$R" 6
+}
+
+# ---- 7: two ingest processes in one group, 4 partitions ------------------------
+
+# assignment LOG: the partitions the ingest writing LOG owns now, one a line.
+assignment() {
+    sed -n 's/.*kafka: \(assigned\|revoked\|lost\) \([^ :]*\).*/\1 \2/p' "$1" |
+        awk '$1 == "assigned" { own[$2] = 1; next } { delete own[$2] } END { for (p in own) print p }' | sort
+}
+
+check_split() {
+    local a b both
+    a=$(assignment "$WORK/ingest-7a.log")
+    b=$(assignment "$WORK/ingest-7b.log")
+    both=$(comm -12 <(echo "$a") <(echo "$b"))
+    [[ -n $a && -n $b && -z $both && $(printf '%s\n%s\n' "$a" "$b" | grep -c .) == 16 ]] || return 1
+    echo "A owns $(grep -c . <<<"$a"), B owns $(grep -c . <<<"$b") of 16 partitions"
+}
+
+wait_split() {
+    local deadline=$((SECONDS + 90))
+    until check_split; do
+        ((SECONDS < deadline)) || {
+            echo "no 2-way split after 90s; A: $(assignment "$WORK/ingest-7a.log" | tr '\n' ' ') B: $(assignment "$WORK/ingest-7b.log" | tr '\n' ' ')"
+            return 1
+        }
+        sleep 0.5
+    done
+}
+
+# Builds schemas e2e7_a and e2e7_b in the source: per table, the source rows
+# whose key's partition (read off the topic) the member owns.
+build_split_tables() {
+    local t topic keyexpr
+    : >"$WORK/keys-7.tsv"
+    for t in "${E2E_TABLES[@]}"; do
+        topic=$P7.public.$t
+        kcat -b "$KAFKA_BROKERS" -C -e -q -t "$topic" -f "$t\t%p\t%k\n" >>"$WORK/keys-7.tsv" || return 1
+    done
+    {
+        sed 's/^/a\t/' "$WORK/owned-7a.txt"
+        sed 's/^/b\t/' "$WORK/owned-7b.txt"
+    } | sed 's/\t[^.]*\.public\.\([a-z_]*\)\[\([0-9]*\)\]$/\t\1\t\2/' >"$WORK/owners-7.tsv"
+    app_psql -c "SET client_min_messages = warning;
+                 DROP SCHEMA IF EXISTS e2e7 CASCADE; DROP SCHEMA IF EXISTS e2e7_a CASCADE; DROP SCHEMA IF EXISTS e2e7_b CASCADE;
+                 CREATE SCHEMA e2e7; CREATE SCHEMA e2e7_a; CREATE SCHEMA e2e7_b;
+                 CREATE TABLE e2e7.keys (tbl text, part int, key jsonb);
+                 CREATE TABLE e2e7.owners (member text, tbl text, part int);" || return 1
+    app_psql -c "\\copy e2e7.keys FROM '$WORK/keys-7.tsv'" || return 1
+    # With schemas.enable=true a key is {"schema": ..., "payload": {...}}.
+    app_psql -c "UPDATE e2e7.keys SET key = key->'payload' WHERE key ? 'schema' AND key ? 'payload'" || return 1
+    app_psql -c "\\copy e2e7.owners FROM '$WORK/owners-7.tsv'" || return 1
+    for t in "${E2E_TABLES[@]}"; do
+        case $t in
+        orders) keyexpr="jsonb_build_object('order_id', s.order_id)" ;;
+        order_lines) keyexpr="jsonb_build_object('order_id', s.order_id, 'line_no', s.line_no)" ;;
+        customers) keyexpr="jsonb_build_object('customer_id', s.customer_id)" ;;
+        products) keyexpr="jsonb_build_object('sku', s.sku)" ;;
+        esac
+        app_psql -c "
+            CREATE TABLE e2e7_a.$t (LIKE public.$t INCLUDING ALL);
+            CREATE TABLE e2e7_b.$t (LIKE public.$t INCLUDING ALL);
+            INSERT INTO e2e7_a.$t SELECT s.* FROM public.$t s JOIN
+                (SELECT DISTINCT k.key FROM e2e7.keys k JOIN e2e7.owners o USING (tbl, part)
+                 WHERE k.tbl = '$t' AND o.member = 'a') m ON m.key = $keyexpr;
+            INSERT INTO e2e7_b.$t SELECT s.* FROM public.$t s JOIN
+                (SELECT DISTINCT k.key FROM e2e7.keys k JOIN e2e7.owners o USING (tbl, part)
+                 WHERE k.tbl = '$t' AND o.member = 'b') m ON m.key = $keyexpr;" || return 1
+        local n na nb
+        n=$(app_psql -c "SELECT count(*) FROM public.$t")
+        na=$(app_psql -c "SELECT count(*) FROM e2e7_a.$t")
+        nb=$(app_psql -c "SELECT count(*) FROM e2e7_b.$t")
+        [[ $((na + nb)) == "$n" ]] || {
+            echo "$t: $na + $nb rows by partition owner, $n at the source"
+            return 1
+        }
+        printf '%s %s+%s ' "$t" "$na" "$nb"
+    done
+    echo
+}
+
+scenario7() {
+    e2e_log "scenario 7: two ingest processes in one group, topics of 4 partitions"
+    [[ -n $MAIN_PID ]] && main_ingest_stop
+    check "7 setup: source reset and seeded, 4 topics of 4 partitions" \
+        eval 'reset_source && seed_source && create_topics 4 "$P7"' || return 1
+    local a b gen g7=e2e7-$RUN
+    start_ingest a "$WORK/replica-a" "$g7" "$WORK/ingest-7a.log" "" "$P7"
+    start_ingest b "$WORK/replica-b" "$g7" "$WORK/ingest-7b.log" "" "$P7"
+    check "7 the group split the partitions" wait_split
+    start_gen gen "$WORK/gen-7.out" --seed 71 --keys "$KEYS" --rate "$RATE" --duration 20
+    check "7 connector registered, snapshot done, streaming" eval '
+        register_connector e2e7 "$P7" && wait_streaming e2e7 180'
+    wait "$gen"
+    check "7 changegen load ($(gen_changes "$WORK/gen-7.out") changes at $(gen_rate "$WORK/gen-7.out")/s)" \
+        test -n "$(gen_changes "$WORK/gen-7.out")"
+    check "7 drained" wait_drained e2e7_slot "$g7" "$P7"
+    check "7 still split after the load" check_split
+    assignment "$WORK/ingest-7a.log" >"$WORK/owned-7a.txt"
+    assignment "$WORK/ingest-7b.log" >"$WORK/owned-7b.txt"
+    check "7 both ingest processes stopped by SIGTERM (exit 0)" eval 'stop_ingest "$a" && stop_ingest "$b"'
+    check "7 source split by partition owner covers the source" build_split_tables
+    check "7 reconcile: replica A equals the source rows of its partitions" reconcile_all "$WORK/replica-a" 7a e2e7_a
+    check "7 reconcile: replica B equals the source rows of its partitions" reconcile_all "$WORK/replica-b" 7b e2e7_b
+}
+
+# ---- Main ---------------------------------------------------------------------
+
+e2e_log "work directory $WORK"
+e2e_build
+e2e_log "starting the stack (tests/stack/stack.sh up; the first run fetches the Java artifacts)"
+if ! e2e_stack_up; then
+    fail "stack up (see $WORK/stack-up.log and the stack's logs)"
+    echo "$PASSED passed, $FAILED failed"
+    exit 1
+fi
+e2e_log "configuration: $(e2e_config)"
+ok "stack up: PostgreSQL $PGHOST:$PGPORT, Kafka $KAFKA_BROKERS, Connect $CONNECT_URL ($((SECONDS - E2E_T0))s)"
+# Topics of earlier runs (a stack kept with E2E_KEEP_STACK=1).
+"$E2EK" "$KAFKA_BROKERS" delete-topics e2e >/dev/null 2>&1
+
+for s in 1 2 3 4 5 6 7; do
+    if runs "$s"; then
+        t0=$SECONDS
+        "scenario$s"
+        e2e_log "scenario $s took $((SECONDS - t0))s"
+    fi
+done
+[[ -n $MAIN_PID ]] && main_ingest_stop
+
+[[ -n $LATENCY_LINE ]] && echo "# $LATENCY_LINE" && echo "# $LATENCY_STAGES"
+echo "# total $((SECONDS - E2E_T0))s"
+echo "$PASSED passed, $FAILED failed"
+((FAILED == 0))
