@@ -95,6 +95,11 @@ n=$(sql "SELECT count(*) FROM public.rt_copy")
 d=$(sql "SELECT (SELECT count(*) FROM (SELECT * FROM public.rt EXCEPT ALL SELECT * FROM public.rt_copy) a) +
                 (SELECT count(*) FROM (SELECT * FROM public.rt_copy EXCEPT ALL SELECT * FROM public.rt) b)")
 check "export: COPY FROM of the CSV equals the source ($n rows, $d differ)" test "$n" = 200 -a "$d" = 0
+CDC_EXPORT_THREADS=2 "$CDC" export --db "$DB" --table public.rt --output "$T/rt.threads.csv"
+CDC_EXPORT_THREADS=2 "$CDC" export --db "$DB" --table public.bench --format ndjson --output "$T/bench.threads.json"
+CDC_EXPORT_THREADS=1 "$CDC" export --db "$DB" --table public.bench --format ndjson --output "$T/bench.one.json"
+check "export: two threads (halves joined) give the same bytes as one (CSV and NDJSON)" \
+    bash -c "cmp -s '$T/rt.csv' '$T/rt.threads.csv' && cmp -s '$T/bench.threads.json' '$T/bench.one.json'"
 e=$(sql "SELECT count(*) FROM public.rt_copy WHERE t IS NULL")-$(sql "SELECT count(*) FROM public.rt_copy WHERE t = ''")
 check "export: NULL and '' stay apart ($e)" test "$e" = "$(sql "SELECT count(*) FROM public.rt WHERE t IS NULL")-$(sql "SELECT count(*) FROM public.rt WHERE t = ''")"
 "$CDC" export --db "$DB" --table public.rt --where-key-range '[-1000]:{"id":1000}' --output "$T/rt.range.csv"
