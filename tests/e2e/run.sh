@@ -40,6 +40,9 @@
 #   E2E_ONLY           e.g. "1 4 7": run only these (2-6 need 1 before them)
 #   E2E_WORK           scratch directory (default: a new one in /tmp; kept
 #                      when a check fails)
+#   E2E_SCHEMAS, E2E_DECIMAL_MODE, E2E_ORDERS_IDENTITY, E2E_WORKAROUNDS,
+#   E2E_CONNECTOR_OPTS  the pipeline's configuration: see tests/e2e/lib.sh
+#                      and tests/e2e/README.md ("Known differences")
 #   STACK_* as for tests/stack/stack.sh (ports, STACK_DIR)
 # Checks given as `eval '...'` expand their variables when they run.
 # shellcheck disable=SC2016
@@ -347,20 +350,23 @@ scenario2() {
     e2e_log "scenario 2: cdcstore ingest killed with SIGKILL under load, restarted"
     local gen logs=()
     KILL_ENDS=()
-    KILL_FIRST=$NSTART
     start_gen gen "$WORK/gen-2.out" --seed 21 --keys "$KEYS" --rate "$RATE" --duration 20
-    sleep 2
-    kill_main 0.8
-    # Batches of one second: the kill lands while one fills.
-    main_ingest_start --batch-max-ms 1000 --batch-max-events 100000
+    # Batches of 5 s: each kill lands while one fills (records consumed,
+    # not applied).
+    main_ingest_stop
+    main_ingest_start --batch-max-ms 5000 --batch-max-events 100000
     logs+=("$WORK/ingest-main-$NSTART.log")
+    KILL_FIRST=$NSTART
+    kill_main 2.3
     sleep 1.5
+    main_ingest_start --batch-max-ms 5000 --batch-max-events 100000
+    logs+=("$WORK/ingest-main-$NSTART.log")
     kill_main 2.3
     sleep 2
-    # The backlog of the pause arrives as big batches: kill while they apply.
+    # Default batches (100 ms): the backlog of the pause is being read.
     main_ingest_start
     logs+=("$WORK/ingest-main-$NSTART.log")
-    kill_main 0.2
+    kill_main 0.05
     sleep 1
     main_ingest_start
     logs+=("$WORK/ingest-main-$NSTART.log")
@@ -552,8 +558,10 @@ scenario5() {
 # ---- 6: unchanged TOASTed columns ---------------------------------------------
 
 check_note_kept() {
-    local ids=$1 id src rep
-    for id in ${ids//,/ }; do
+    local ids=$1 id src rep n=0
+    # Five of them; reconcile compares them all.
+    for id in $(tr ',' '\n' <<<"$ids" | awk 'NR % 20 == 1'); do
+        n=$((n + 1))
         src=$(app_psql -c "SELECT md5(note) || ' ' || length(note) FROM public.orders WHERE order_id = $id")
         rep=$("$CDC" get --db "$R" --table public.orders "[$id]" | jq -r '.row.note' | tr -d '\n' | md5sum | cut -d' ' -f1)
         [[ ${src%% *} == "$rep" ]] || {
@@ -561,7 +569,7 @@ check_note_kept() {
             return 1
         }
     done
-    echo "the notes of all $(wc -w <<<"${ids//,/ }") updated orders equal the source's (${src#* } chars each or so)"
+    echo "the notes of $n updated orders read back equal the source's (${src#* } chars)"
 }
 
 scenario6() {
