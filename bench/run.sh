@@ -13,7 +13,11 @@
 #   BENCH_SPARK (1; 0 skips Spark + Delta, reported as missing)
 #   BENCH_SPARK_BUDGET (300: seconds of applying per batch size before Spark is stopped)
 #   BENCH_PG_PORT (55499)   BENCH_BUILD (1: run `make all` when build/cdcstore is missing)
+#   BENCH_STEPS ("cdcstore limits sqlite postgres spark e2e": the parts to run)
 #   BENCH_SYNC (1: also `cdcstore apply --sync`, fsync every batch, as PostgreSQL commits do)
+#   BENCH_E2E (1: end-to-end latency through Kafka with tests/e2e/run.sh scenario 1, when present)
+#   BENCH_E2E_PORT_BASE (57432: its PostgreSQL; Kafka, controller and Connect on the next three;
+#                        moved up by 10 while any of the four is taken)
 #   BENCH_PROFILE (1: perf profile of cdcstore at batches of 10,000 when perf exists)
 #   BENCH_OUT (bench/out)   BENCH_RESULTS (bench/RESULTS.md)   BENCH_PNG (bench/throughput.png)
 set -uo pipefail
@@ -31,6 +35,10 @@ SPARK_BUDGET=${BENCH_SPARK_BUDGET:-300}
 PG_PORT=${BENCH_PG_PORT:-55499}
 BUILD=${BENCH_BUILD:-1}
 SYNC=${BENCH_SYNC:-1}
+STEPS=${BENCH_STEPS:-"cdcstore limits sqlite postgres spark e2e"}
+E2E=${BENCH_E2E:-1}
+E2E_PORT_BASE=${BENCH_E2E_PORT_BASE:-57432}
+E2E_TIMEOUT=${BENCH_E2E_TIMEOUT:-1500}
 PROFILE=${BENCH_PROFILE:-1}
 OUT=${BENCH_OUT:-bench/out}
 RESULTS_MD=${BENCH_RESULTS:-bench/RESULTS.md}
@@ -120,16 +128,20 @@ if [ "$BUILD" = 1 ] && [ -f Makefile ]; then
 fi
 
 SCR="$OUT/scratch"
-# ---- cdcstore ----
+KEEP="$SCR/cdcstore-kept"
+PROFILE_TXT=""
+want() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 # Measure a copy: other work may rebuild build/cdcstore while the benchmark runs.
 CDC_SRC=$CDC
 if [ -x "$CDC_SRC" ]; then
+    mkdir -p "$OUT/bin"
     cp "$CDC_SRC" "$OUT/bin/cdcstore" && CDC="$OUT/bin/cdcstore"
     printf '# cdcstore: copy of %s, built %s, at commit %s\n' "$CDC_SRC" \
         "$(date -u -r "$CDC_SRC" '+%Y-%m-%d %H:%M UTC')" "$(git rev-parse --short HEAD 2>/dev/null)" >> "$CMDS"
 fi
+# ---- cdcstore ----
+if want cdcstore; then
 KEEP_BATCH=$(for b in $BATCHES; do echo "$b"; done | grep -x 10000 || echo "$BATCHES" | awk '{print $NF}')
-KEEP="$SCR/cdcstore-kept"
 rm -rf "$KEEP"
 for b in $BATCHES; do
     keep=(); [ "$b" = "$KEEP_BATCH" ] && keep=(--keep "$KEEP")
@@ -144,7 +156,6 @@ if [ "$SYNC" = 1 ]; then
             --batch "$b" --db "$SCR/cdcstore-db" --results "$RES"
     done
 fi
-PROFILE_TXT=""
 if [ "$PROFILE" = 1 ] && [ -x "$CDC" ] && command -v perf >/dev/null \
    && grep -q '"peer": "cdcstore".*"status": "ok"' "$RES"; then
     say "perf profile of cdcstore (batches of 10,000)"
@@ -164,16 +175,20 @@ if [ "$PROFILE" = 1 ] && [ -x "$CDC" ] && command -v perf >/dev/null \
     fi
     rm -rf "$SCR/cdcstore-prof"
 fi
+fi   # cdcstore
 
 # ---- limits ----
+if want limits; then
 for t in 1 2; do
     run_step "decode-only-${t}t" 0 "$OUT/logs/limits.log" \
         python3 bench/peer_cmd.py decode --bin "$OUT/bin/decode_only" --events "$EV" --threads "$t" --results "$RES"
 done
 run_step rocksdb-raw 0 "$OUT/logs/limits.log" \
     python3 bench/peer_cmd.py rocksdb --bin "$OUT/bin/rocksdb_raw" --events "$EV" --db "$SCR/rocksdb-raw" --results "$RES"
+fi   # limits
 
 # ---- SQLite ----
+if want sqlite; then
 for mode in json1 python; do
     for b in $BATCHES; do
         run_step "sqlite-$mode" "$b" "$OUT/logs/sqlite.log" \
@@ -182,8 +197,10 @@ for mode in json1 python; do
     done
 done
 rm -f "$SCR"/sqlite.db*
+fi   # sqlite
 
 # ---- PostgreSQL ----
+if want postgres; then
 PG_ARGS=()
 for b in $BATCHES; do PG_ARGS+=(--batch "$b"); done
 # The source table for `cdcstore reconcile` lives in the same throwaway cluster.
@@ -192,8 +209,10 @@ run_step postgres "$(echo "$BATCHES" | awk '{print $1}')" "$OUT/logs/postgres.lo
     python3 bench/peer_pg.py --events "$EV" --expected "$EXP" "${PG_ARGS[@]}" --port "$PG_PORT" \
     --workdir "$SCR" --results "$RES"
 rm -rf "$KEEP"
+fi   # postgres
 
 # ---- Spark + Delta ----
+if want spark; then
 spark_missing() {
     for b in $BATCHES; do
         python3 - "$RES" "$b" "$1" <<'EOF'
@@ -227,6 +246,65 @@ else
         spark_missing "pip install $DELTA_SPEC failed: $(tail -c 200 "$OUT/logs/venv.log" | tr '\n' ' ')"
     fi
 fi
+fi   # spark
+
+# ---- end-to-end latency through Kafka ----
+if want e2e; then
+# First base from E2E_PORT_BASE whose four ports are all free (another stack may be running).
+free_ports() {
+    python3 - "$1" <<'EOF'
+import socket, sys
+base = int(sys.argv[1])
+for p in range(base, base + 4):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        sys.exit(1)
+    finally:
+        s.close()
+EOF
+}
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+    free_ports "$E2E_PORT_BASE" && break
+    E2E_PORT_BASE=$((E2E_PORT_BASE + 10))
+done
+# The pipeline's own suite (tests/e2e/run.sh, scenario 1: snapshot, then a steady changegen load
+# whose apply time minus source.ts_ms is measured) on a stack of its own (ports and directory
+# apart from any stack already running), with the same cdcstore binary.
+if [ "$E2E" = 1 ] && [ -f tests/e2e/run.sh ] && [ -x "$CDC" ]; then
+    E2E_ENV=(E2E_ONLY=1 E2E_WORK="$ROOT/$OUT/e2e-work" STACK_DIR="$ROOT/$OUT/stack"
+             STACK_PG_PORT="$E2E_PORT_BASE" STACK_KAFKA_PORT=$((E2E_PORT_BASE + 1))
+             STACK_KAFKA_CONTROLLER_PORT=$((E2E_PORT_BASE + 2)) STACK_CONNECT_PORT=$((E2E_PORT_BASE + 3))
+             CDCSTORE="$ROOT/$CDC")
+    printf '%s\n' "env ${E2E_ENV[*]} timeout $E2E_TIMEOUT bash tests/e2e/run.sh" >> "$CMDS"
+    say "end-to-end latency: tests/e2e/run.sh scenario 1 on its own stack (ports $E2E_PORT_BASE-$((E2E_PORT_BASE + 3)))"
+    rm -rf "$OUT/e2e-work" "$OUT/stack"
+    env "${E2E_ENV[@]}" timeout "$E2E_TIMEOUT" bash tests/e2e/run.sh > "$OUT/logs/e2e.log" 2>&1
+    e2e_rc=$?
+    python3 - "$RES" "$OUT/logs/e2e.log" "$e2e_rc" <<'EOF'
+import json, re, sys
+path, log, rc = sys.argv[1], sys.argv[2], int(sys.argv[3])
+lines = open(log, errors="replace").read().splitlines()
+lat = [l.lstrip("# ").strip() for l in lines if "end-to-end latency (apply time" in l]
+stages = [l.lstrip("# ").strip() for l in lines if l.lstrip("# ").startswith("stages over")]
+tally = [l.strip() for l in lines if re.search(r"\d+ passed, \d+ failed", l)]
+rec = {"peer": "e2e-latency", "batch": -1, "exit": rc}
+m = re.search(r"p50 (\d+) ms, p99 (\d+) ms", lat[-1]) if lat else None
+if m:
+    rec.update(status="ok", p50_ms=int(m.group(1)), p99_ms=int(m.group(2)),
+               verified=tally[-1] if tally else f"exit {rc}", note=lat[-1],
+               stages=stages[-1] if stages else "")
+else:
+    rec.update(status="failed", verified=tally[-1] if tally else f"exit {rc}",
+               note="no latency line; last output: " + " | ".join(lines[-5:])[-400:])
+with open(path, "a") as f:
+    f.write(json.dumps(rec) + "\n")
+print(json.dumps(rec))
+EOF
+    rm -rf "$OUT/stack"
+fi
+fi   # e2e
 
 # ---- report ----
 printf '%s\n' "python3 bench/report.py ..." >> "$CMDS"
