@@ -15,6 +15,9 @@ int cli_fail(const cdc_error_t *e, int rc);
 /* Splits "LOW:HIGH" (JSON keys, either may be empty); 0 ok, -1 malformed. */
 int cli_parse_range(const char *spec, char **lo, char **hi);
 
+/* --decimal and --column-type: 0, or an exit status after printing. */
+int cli_declare_columns(cdc_store_t *st, const char *cmd, char **decimals, size_t nd, char **types, size_t nt);
+
 /* cli/output.c */
 int cli_open_output(const char *path);
 int cli_export_file(cdc_store_t *st, const char *table, const cdc_export_options_t *eo, int fd,

@@ -47,7 +47,7 @@ static const char *ingest_usage =
     "usage: cdcstore ingest --db DIR --brokers HOST:PORT --topic T [--topic T2 ...] [--group G]\n"
     "                       [--batch-max-events N] [--batch-max-ms MS] [--kafka-config FILE]\n"
     "                       [--from-beginning] [--on-error continue|stop] [--sync]\n"
-    "                       [--decimal SCHEMA.TABLE.COLUMN=SCALE]... [--latency-report FILE]\n"
+    "                       [--decimal S.T.C=SCALE]... [--column-type S.T.C=TYPE]... [--latency-report FILE]\n"
     "Consumes Debezium topics into the replica in DIR (created when absent) until\n"
     "SIGINT or SIGTERM, which finish the current batch.  Each batch is applied\n"
     "atomically with its Kafka positions; the positions stored in the replica, not\n"
@@ -67,6 +67,8 @@ static const char *ingest_usage =
     "                          at the first one\n"
     "  --decimal T.C=S         the column's NUMERIC values are Debezium's base64 'precise'\n"
     "                          encoding with scale S (remembered by the replica)\n"
+    "  --column-type T.C=TYPE  the column's numbers are a time type (envelopes without a\n"
+    "                          schema): timestamp (microseconds), timestamp-ms, date, time\n"
     "  --sync                  fsync every batch\n"
     "  --latency-report FILE   write the end-to-end latency of every change, in ms\n"
     "                          (apply time minus the event's source ts_ms), one a line\n"
@@ -79,7 +81,8 @@ int cmd_ingest(int argc, char **argv)
     cdc_kafka_options_t ko = {0};
     const char **topics = calloc((size_t)argc + 1, sizeof *topics);
     char **decimals = calloc((size_t)argc + 1, sizeof *decimals);
-    size_t ntopics = 0, ndec = 0;
+    char **types = calloc((size_t)argc + 1, sizeof *types);
+    size_t ntopics = 0, ndec = 0, ntypes = 0;
     char *group = NULL;
     int status = EXIT_OK;
     static struct option lo[] = {{"db", 1, 0, 'd'},
@@ -92,12 +95,13 @@ int cmd_ingest(int argc, char **argv)
                                  {"from-beginning", 0, 0, 'B'},
                                  {"on-error", 1, 0, 'e'},
                                  {"decimal", 1, 0, 'D'},
+                                 {"column-type", 1, 0, 'T'},
                                  {"sync", 0, 0, 's'},
                                  {"latency-report", 1, 0, 'L'},
                                  {"help", 0, 0, 'h'},
                                  {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "d:b:t:g:n:m:k:Be:D:sL:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:b:t:g:n:m:k:Be:D:T:sL:h", lo, NULL)) != -1) {
         switch (c) {
         case 'd': db = optarg; break;
         case 'b': ko.brokers = optarg; break;
@@ -117,6 +121,7 @@ int cmd_ingest(int argc, char **argv)
             }
             break;
         case 'D': decimals[ndec++] = optarg; break;
+        case 'T': types[ntypes++] = optarg; break;
         case 's': ko.apply.sync = 1; break;
         case 'L': latency_path = optarg; break;
         case 'h': fputs(ingest_usage, stdout); goto out;
@@ -147,21 +152,7 @@ int cmd_ingest(int argc, char **argv)
     cdc_store_t *st = NULL;
     if ((status = cli_open(db, 1, 0, &st))) goto out_latency;
     cdc_error_t e = {0};
-    for (size_t i = 0; i < ndec; i++) {
-        char *spec = decimals[i], *eq = strrchr(spec, '='), *dot = eq ? memrchr(spec, '.', (size_t)(eq - spec)) : NULL;
-        if (!eq || !dot) {
-            fprintf(stderr, "cdcstore ingest: --decimal %s: expected SCHEMA.TABLE.COLUMN=SCALE\n", spec);
-            status = EXIT_USAGE;
-            goto out_store;
-        }
-        char table[512], col[256];
-        snprintf(table, sizeof table, "%.*s", (int)(dot - spec), spec);
-        snprintf(col, sizeof col, "%.*s", (int)(eq - dot - 1), dot + 1);
-        if (cdc_store_set_decimal_scale(st, table, col, atoi(eq + 1), &e)) {
-            status = cli_fail(&e, e.code);
-            goto out_store;
-        }
-    }
+    if ((status = cli_declare_columns(st, "ingest", decimals, ndec, types, ntypes))) goto out_store;
 
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
@@ -213,5 +204,6 @@ out:
     free(group);
     free(topics);
     free(decimals);
+    free(types);
     return status;
 }

@@ -70,6 +70,32 @@ int cli_fail(const cdc_error_t *e, int rc)
     return EXIT_ERR;
 }
 
+/* ---- Column declarations (apply and ingest) ---- */
+
+/* Applies --decimal T.C=S and --column-type T.C=TYPE options to the replica.
+ * Returns 0, or an exit status after printing the error. */
+int cli_declare_columns(cdc_store_t *st, const char *cmd, char **decimals, size_t nd, char **types, size_t nt)
+{
+    cdc_error_t e = {0};
+    for (size_t i = 0; i < nd + nt; i++) {
+        int is_decimal = i < nd;
+        char *spec = is_decimal ? decimals[i] : types[i - nd];
+        char *eq = strrchr(spec, '='), *dot = eq ? memrchr(spec, '.', (size_t)(eq - spec)) : NULL;
+        if (!eq || !dot || dot == spec) {
+            fprintf(stderr, "cdcstore %s: %s %s: expected SCHEMA.TABLE.COLUMN=%s\n", cmd,
+                    is_decimal ? "--decimal" : "--column-type", spec, is_decimal ? "SCALE" : "TYPE");
+            return EXIT_USAGE;
+        }
+        char table[512], col[256];
+        snprintf(table, sizeof table, "%.*s", (int)(dot - spec), spec);
+        snprintf(col, sizeof col, "%.*s", (int)(eq - dot - 1), dot + 1);
+        int rc = is_decimal ? cdc_store_set_decimal_scale(st, table, col, atoi(eq + 1), &e)
+                            : cdc_store_set_column_type(st, table, col, eq + 1, &e);
+        if (rc) return cli_fail(&e, rc);
+    }
+    return 0;
+}
+
 /* ---- apply ---- */
 
 static volatile int stop_flag;
@@ -105,7 +131,8 @@ static void apply_progress(void *opaque, const cdc_apply_result_t *t, uint64_t b
 
 static const char *apply_usage =
     "usage: cdcstore apply --db DIR [--batch-size N] [--on-error continue|stop]\n"
-    "                      [--decimal SCHEMA.TABLE.COLUMN=SCALE]... [--sync] FILE...\n"
+    "                      [--decimal SCHEMA.TABLE.COLUMN=SCALE]... [--column-type S.T.C=TYPE]...\n"
+    "                      [--sync] FILE...\n"
     "Applies Kafka records (kcat -C -J lines, or bare Debezium envelopes; - is stdin)\n"
     "to the replica in DIR (created when absent), batch by batch, guarded by the\n"
     "ordering version.  Bad records go to the dead-letter store (cdcstore dlq list).\n"
@@ -114,6 +141,9 @@ static const char *apply_usage =
     "                     first bad record, after applying the records before it\n"
     "  --decimal T.C=S    the column's NUMERIC values arrive as Debezium's base64\n"
     "                     'precise' encoding with scale S (remembered by the replica)\n"
+    "  --column-type T.C=TYPE  without a schema in the envelopes, the column's numbers\n"
+    "                     are a time type: timestamp (microseconds), timestamp-ms, date\n"
+    "                     (days) or time (microseconds); stored as PostgreSQL's text\n"
     "  --sync             fsync every batch\n"
     "  --quiet            no summary line\n";
 
@@ -123,55 +153,47 @@ static int cmd_apply(int argc, char **argv)
     cdc_file_options_t fo = {0};
     int quiet = 0;
     char **decimals = calloc((size_t)argc + 1, sizeof *decimals);
-    int ndec = 0;
+    char **types = calloc((size_t)argc + 1, sizeof *types);
+    int ndec = 0, ntypes = 0;
     static struct option lo[] = {{"db", 1, 0, 'd'},       {"batch-size", 1, 0, 'b'}, {"on-error", 1, 0, 'e'},
                                  {"decimal", 1, 0, 'D'},  {"sync", 0, 0, 's'},       {"quiet", 0, 0, 'q'},
-                                 {"help", 0, 0, 'h'},     {0, 0, 0, 0}};
+                                 {"column-type", 1, 0, 'T'}, {"help", 0, 0, 'h'},   {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "d:b:e:D:sqh", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:b:e:D:sqT:h", lo, NULL)) != -1) {
         switch (c) {
         case 'd': db = optarg; break;
         case 'b': fo.batch_size = strtoul(optarg, NULL, 10); break;
         case 'e':
             if (!strcmp(optarg, "stop")) fo.apply.on_error = CDC_ON_ERROR_STOP;
             else if (!strcmp(optarg, "continue")) fo.apply.on_error = CDC_ON_ERROR_CONTINUE;
-            else { fprintf(stderr, "cdcstore apply: --on-error takes continue or stop\n"); free(decimals); return EXIT_USAGE; }
+            else { fprintf(stderr, "cdcstore apply: --on-error takes continue or stop\n"); free(decimals); free(types); return EXIT_USAGE; }
             break;
         case 'D': decimals[ndec++] = optarg; break;
+        case 'T': types[ntypes++] = optarg; break;
         case 's': fo.apply.sync = 1; break;
         case 'q': quiet = 1; break;
-        case 'h': fputs(apply_usage, stdout); free(decimals); return EXIT_OK;
-        default: fputs(apply_usage, stderr); free(decimals); return EXIT_USAGE;
+        case 'h': fputs(apply_usage, stdout); free(decimals); free(types); return EXIT_OK;
+        default: fputs(apply_usage, stderr); free(decimals); free(types); return EXIT_USAGE;
         }
     }
     if (optind >= argc || !db) {
         fputs(apply_usage, stderr);
         free(decimals);
+        free(types);
         return EXIT_USAGE;
     }
     cdc_store_t *st;
     int r = cli_open(db, 1, 0, &st);
-    if (r) { free(decimals); return r; }
+    if (r) { free(decimals); free(types); return r; }
     cdc_error_t e = {0};
-    for (int i = 0; i < ndec; i++) {
-        char *spec = decimals[i], *eq = strrchr(spec, '='), *dot = eq ? memrchr(spec, '.', (size_t)(eq - spec)) : NULL;
-        if (!eq || !dot) {
-            fprintf(stderr, "cdcstore apply: --decimal %s: expected SCHEMA.TABLE.COLUMN=SCALE\n", spec);
-            cdc_store_close(st);
-            free(decimals);
-            return EXIT_USAGE;
-        }
-        char table[512], col[256];
-        snprintf(table, sizeof table, "%.*s", (int)(dot - spec), spec);
-        snprintf(col, sizeof col, "%.*s", (int)(eq - dot - 1), dot + 1);
-        if (cdc_store_set_decimal_scale(st, table, col, atoi(eq + 1), &e)) {
-            r = cli_fail(&e, e.code);
-            cdc_store_close(st);
-            free(decimals);
-            return r;
-        }
+    if ((r = cli_declare_columns(st, "apply", decimals, (size_t)ndec, types, (size_t)ntypes))) {
+        cdc_store_close(st);
+        free(decimals);
+        free(types);
+        return r;
     }
     free(decimals);
+    free(types);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     progress pg = {isatty(2), now(), 0};

@@ -115,6 +115,17 @@ CDC_API void cdc_store_close(cdc_store_t *st);
 CDC_API int cdc_store_set_decimal_scale(cdc_store_t *st, const char *table, const char *column,
                                         int scale, cdc_error_t *err);
 
+/* Declares the type of a column whose values arrive, in envelopes without a
+ * schema, as bare numbers that Debezium derived from a time type: type is
+ * "timestamp" (microseconds since 1970: TIMESTAMP(4-6), Debezium's
+ * MicroTimestamp), "timestamp-ms" (TIMESTAMP(0-3)), "date" (days since 1970),
+ * "time" (microseconds of the day), or "numeric:S" (as
+ * cdc_store_set_decimal_scale).  The decoder then stores PostgreSQL's text
+ * ('2026-01-01 00:00:02').  Persisted in the replica.
+ * Errors: CDC_EINVAL for an unknown type. */
+CDC_API int cdc_store_set_column_type(cdc_store_t *st, const char *table, const char *column,
+                                      const char *type, cdc_error_t *err);
+
 /* ---- Applying records ---- */
 
 /* One Kafka record (or one line of an input file).  value == NULL is a

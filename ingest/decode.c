@@ -475,12 +475,14 @@ static int put_varscale(const dctx *c, const char *col, const cJSON *v, cdc__buf
 }
 
 /* A value without schema information. */
+static int put_typed(const dctx *c, const char *col, const cJSON *v, const cJSON *fs, cdc__buf *out);
+
 static int put_untyped(const dctx *c, const char *col, const cJSON *v, cdc__buf *out)
 {
     char sn[80];
     if (cJSON_IsString(v)) {
-        int scale = c->scale && c->table ? c->scale(c->scale_opaque, c->table, col) : -1;
-        if (scale < 0) {
+        int scale = c->scale && c->table ? c->scale(c->scale_opaque, c->table, col) : CDC__COL_NONE;
+        if (scale < 0) { /* no scale declared (a declared time type takes numbers only) */
             cdc__buf_puts(out, v->valuestring);
             return 0;
         }
@@ -499,6 +501,19 @@ static int put_untyped(const dctx *c, const char *col, const cJSON *v, cdc__buf 
     if (cJSON_IsNumber(v)) {
         double d = v->valuedouble;
         if (!isfinite(d)) return fail(c, col, "number out of range");
+        /* A time type declared for the column (no schema names it). */
+        int code = c->scale && c->table ? c->scale(c->scale_opaque, c->table, col) : CDC__COL_NONE;
+        if (code <= CDC__COL_MICROTIMESTAMP) {
+            static const char *names[] = {"io.debezium.time.MicroTimestamp", "io.debezium.time.Timestamp",
+                                          "io.debezium.time.Date", "io.debezium.time.MicroTime"};
+            int idx = CDC__COL_MICROTIMESTAMP - code;
+            if (idx < 0 || idx > 3) return fail(c, col, "unknown declared column type %d", code);
+            cJSON *fs = cJSON_CreateObject();
+            if (!fs || !cJSON_AddStringToObject(fs, "name", names[idx])) abort();
+            int rc = put_typed(c, col, v, fs, out);
+            cJSON_Delete(fs);
+            return rc;
+        }
         if (num_integral(v)) return put_int(c, col, v, out);
         put_double(out, d);
         return 0;

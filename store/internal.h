@@ -111,8 +111,17 @@ void cdc__event_free(cdc__event *ev);
 
 /* ---- Decoder (ingest/decode.c) ---- */
 
-/* Read-only settings the decoder consults: NUMERIC scales declared per
- * column.  Returns the scale, or -1 when none is declared. */
+/* Read-only settings the decoder consults: the type declared for a column
+ * whose JSON value does not say it (envelopes without a schema).  Returns a
+ * NUMERIC scale (>= 0), CDC__COL_NONE when nothing is declared, or one of the
+ * time codes below. */
+enum {
+    CDC__COL_NONE = -1,
+    CDC__COL_MICROTIMESTAMP = -2, /* timestamp as microseconds since 1970 (TIMESTAMP(4-6)) */
+    CDC__COL_TIMESTAMP_MS = -3,   /* timestamp as milliseconds (TIMESTAMP(0-3)) */
+    CDC__COL_DATE = -4,           /* date as days since 1970 */
+    CDC__COL_MICROTIME = -5,      /* time of day as microseconds */
+};
 typedef int (*cdc__scale_fn)(void *opaque, const char *table, const char *column);
 
 /* Decodes one record.  Returns 0 and fills *ev; or 1 for a Kafka tombstone

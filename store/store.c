@@ -295,8 +295,9 @@ static int load_meta(cdc_store_t *st, cdc_error_t *err)
             uint64_t x;
             if (!z || cdc__get_varint(&p, end, &x)) continue;
             st->scales = realloc(st->scales, (st->nscales + 1) * sizeof *st->scales);
+            int code = (int)(int64_t)((x >> 1) ^ (~(x & 1) + 1)); /* zigzag */
             st->scales[st->nscales++] = (cdc__scale){strndup(k + 2, (size_t)(z - (k + 2))),
-                                                      strndup(z + 1, (size_t)(k + kl - z - 1)), (int)x};
+                                                      strndup(z + 1, (size_t)(k + kl - z - 1)), code};
         }
     }
     rocksdb_iter_destroy(it);
@@ -463,17 +464,16 @@ void cdc_store_close(cdc_store_t *st)
 
 /* ---- Settings ---- */
 
-int cdc_store_set_decimal_scale(cdc_store_t *st, const char *table, const char *column, int scale,
-                                cdc_error_t *err)
+/* Records the declared type code of a column (see cdc__scale_fn). */
+static int set_column_code(cdc_store_t *st, const char *table, const char *column, int code,
+                           cdc_error_t *err)
 {
-    if (!st || !table || !column || scale < 0 || scale > 1000)
-        return cdc__err(err, CDC_EINVAL, "decimal scale %d for %s.%s: scale must be 0..1000", scale,
-                        table ? table : "?", column ? column : "?");
     cdc__buf k = {0}, v = {0};
     table_key(&k, 'D', table);
     cdc__buf_putc(&k, 0);
     cdc__buf_puts(&k, column);
-    cdc__buf_put_varint(&v, (uint64_t)scale);
+    /* zigzag, so that the negative type codes stay small */
+    cdc__buf_put_varint(&v, ((uint64_t)(int64_t)code << 1) ^ (uint64_t)((int64_t)code >> 63));
     char *e = NULL;
     rocksdb_put_cf(st->db, st->wo, st->meta_cf, k.p, k.len, v.p, v.len, &e);
     cdc__buf_free(&k);
@@ -485,12 +485,43 @@ int cdc_store_set_decimal_scale(cdc_store_t *st, const char *table, const char *
     }
     for (size_t i = 0; i < st->nscales; i++)
         if (!strcmp(st->scales[i].table, table) && !strcmp(st->scales[i].column, column)) {
-            st->scales[i].scale = scale;
+            st->scales[i].scale = code;
             return 0;
         }
     st->scales = realloc(st->scales, (st->nscales + 1) * sizeof *st->scales);
-    st->scales[st->nscales++] = (cdc__scale){strdup(table), strdup(column), scale};
+    st->scales[st->nscales++] = (cdc__scale){strdup(table), strdup(column), code};
     return 0;
+}
+
+int cdc_store_set_decimal_scale(cdc_store_t *st, const char *table, const char *column, int scale,
+                                cdc_error_t *err)
+{
+    if (!st || !table || !column || scale < 0 || scale > 1000)
+        return cdc__err(err, CDC_EINVAL, "decimal scale %d for %s.%s: scale must be 0..1000", scale,
+                        table ? table : "?", column ? column : "?");
+    return set_column_code(st, table, column, scale, err);
+}
+
+int cdc_store_set_column_type(cdc_store_t *st, const char *table, const char *column, const char *type,
+                              cdc_error_t *err)
+{
+    static const struct { const char *name; int code; } types[] = {
+        {"timestamp", CDC__COL_MICROTIMESTAMP}, {"timestamp-us", CDC__COL_MICROTIMESTAMP},
+        {"timestamp-ms", CDC__COL_TIMESTAMP_MS}, {"date", CDC__COL_DATE},
+        {"time", CDC__COL_MICROTIME}, {"time-us", CDC__COL_MICROTIME},
+    };
+    if (!st || !table || !column || !type) return cdc__err(err, CDC_EINVAL, "cdc_store_set_column_type: bad arguments");
+    if (!strncmp(type, "numeric:", 8) || !strncmp(type, "decimal:", 8)) {
+        char *end;
+        long sc = strtol(type + 8, &end, 10);
+        if (*end || end == type + 8) return cdc__err(err, CDC_EINVAL, "column %s.%s: type %s: bad scale", table, column, type);
+        return cdc_store_set_decimal_scale(st, table, column, (int)sc, err);
+    }
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(type, types[i].name)) return set_column_code(st, table, column, types[i].code, err);
+    return cdc__err(err, CDC_EINVAL,
+                    "column %s.%s: unknown type %s (timestamp, timestamp-ms, date, time, numeric:SCALE)", table,
+                    column, type);
 }
 
 /* ---- Positions ---- */

@@ -108,3 +108,26 @@ Test(fixtures, stream_toast_keys_and_schemas)
     cr_assert(strstr(v, "\n30,new,61.99,") != NULL, "%s", v);
     free(v);
 }
+
+Test(fixtures, declared_time_columns_become_postgresql_text)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_set_column_type(st, "public.orders", "created_at", "timestamp", &e), 0, "%s", e.msg);
+    cr_assert_eq(cdc_store_set_column_type(st, "public.orders", "x", "nonsense", &e), CDC_EINVAL);
+    cdc_store_close(st);
+    st = tu_open(dir); /* the declaration is kept by the replica */
+    cdc_apply_result_t r;
+    cr_assert_eq(cdc_store_apply_file(st, FX "snapshot_stream.jsonl", NULL, &r, &e), 0, "%s", e.msg);
+    cdc_row_t row;
+    cr_assert_eq(cdc_store_get(st, "public.orders", "[1]", &row, &e), 0, "%s", e.msg);
+    size_t i;
+    for (i = 0; i < row.ncols && strcmp(row.names[i], "created_at"); i++) {}
+    cr_assert(i < row.ncols);
+    cr_assert_eq(row.lens[i], strlen("2026-01-15 10:00:00.123456"));
+    cr_assert_eq(memcmp(row.values[i], "2026-01-15 10:00:00.123456", row.lens[i]), 0, "%.*s", (int)row.lens[i], row.values[i]);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
