@@ -229,7 +229,9 @@ check_held_rows() {
 
 # latency_stages TOPIC OFFSET: where the time goes, from 5000 records of the
 # topic from OFFSET: source commit (source.ts_ms) -> Debezium's event
-# (ts_ms) -> Kafka's append (the record's timestamp).
+# (ts_ms) -> Kafka's append (the record's timestamp). The last stage, Kafka
+# -> cdcstore's apply, is not measured per record: roughly the total minus
+# these two.
 latency_stages() {
     kcat -b "$KAFKA_BROKERS" -C -e -q -t "$1" -o "$2" -c 5000 -f '%T\t%s\n' |
         jq -R -r "$JQ_UNWRAP"'split("\t") | [(.[0] | tonumber), (.[1] | fromjson? // null | unwrap)]
@@ -239,7 +241,7 @@ latency_stages() {
     cut -d' ' -f2 "$WORK/stages.txt" >"$WORK/stage-b.txt"
     read -r _ a50 _ a99 _ <<<"$(percentiles "$WORK/stage-a.txt")"
     read -r _ b50 _ b99 _ <<<"$(percentiles "$WORK/stage-b.txt")"
-    echo "stages over $(wc -l <"$WORK/stages.txt") orders records: commit -> Debezium event p50 $a50 p99 $a99 ms; Debezium event -> Kafka append p50 $b50 p99 $b99 ms; the rest is Kafka -> cdcstore apply"
+    echo "stages over $(wc -l <"$WORK/stages.txt") orders records: commit -> Debezium event p50 $a50 p99 $a99 ms; Debezium event -> Kafka append p50 $b50 p99 $b99 ms (Kafka -> cdcstore apply is the rest)"
 }
 
 scenario1() {
@@ -281,7 +283,7 @@ scenario1() {
     check "1 no dead letters" test "$(stat_of "$R" total dead_letters)" = 0
 
     # The latency window: a steady load on a running pipeline.
-    local l0 l1 pct rate o0
+    local l0 l1 pct rate o0 o1
     l0=$(wc -l <"$WORK/latency-main-$NSTART.txt")
     o0=$("$E2EK" "$KAFKA_BROKERS" hw "$P.public.orders")
     start_gen gen "$WORK/gen-lat.out" --seed 12 --keys "$KEYS" --rate "$RATE" --duration "$LAT_SECS"
@@ -292,8 +294,10 @@ scenario1() {
     rate=$(gen_rate "$WORK/gen-lat.out")
     read -r _ p50 _ p99 _ max _ n <<<"$pct"
     LATENCY_LINE="end-to-end latency (apply time - source.ts_ms): p50 $p50 ms, p99 $p99 ms, max $max ms over $n changes; load $rate changes/s for ${LAT_SECS}s (changegen --rate $RATE)"
+    ((rate < 1000)) && LATENCY_LINE+=" (below 1,000 changes/s: changegen could not keep its rate, the machine is busy)"
     e2e_log "$LATENCY_LINE"
-    LATENCY_STAGES=$(latency_stages "$P.public.orders" "$o0")
+    o1=$("$E2EK" "$KAFKA_BROKERS" hw "$P.public.orders")
+    LATENCY_STAGES=$(latency_stages "$P.public.orders" $((o1 - o0 > 5000 ? o0 + (o1 - o0 - 5000) / 2 : o0)))
     e2e_log "$LATENCY_STAGES"
     check "1 reconcile after the latency window" reconcile_all "$R" 1b
 }
