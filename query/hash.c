@@ -397,8 +397,17 @@ static cdc__rh *scan_new_range(cdc__scan *s)
     return r;
 }
 
+size_t cdc__numeric_trim(const char *v, size_t n)
+{
+    if (!v || !memchr(v, '.', n)) return n;
+    while (n > 0 && v[n - 1] == '0') n--;
+    if (n > 0 && v[n - 1] == '.') n--;
+    return n;
+}
+
 int cdc__scan_run(cdc_store_t *st, cdc__scan *s, cdc_error_t *err)
 {
+    size_t *tl = NULL; /* lengths with unconstrained NUMERICs trimmed */
     cdc__buf lj = {0}, hj = {0};
     cdc_iter_options_t io = {0};
     int rc = 0;
@@ -419,7 +428,15 @@ int cdc__scan_run(cdc_store_t *st, cdc__scan *s, cdc_error_t *err)
     while ((rc = cdc_iter_next(it, &row, err)) == 1) {
         if (s->rows++ == 0) cdc__buf_put(&s->first_key, row.key, row.key_len);
         if (row.lsn > s->max_lsn) s->max_lsn = row.lsn;
-        uint64_t h = cdc__row_hash(row.values, row.lens, s->cols, s->cols ? s->ncols : row.ncols,
+        const size_t *lens = row.lens;
+        if (s->trim && s->cols) {
+            tl = realloc(tl, (row.ncols + 1) * sizeof *tl);
+            memcpy(tl, row.lens, row.ncols * sizeof *tl);
+            for (size_t c = 0; c < s->ncols; c++)
+                if (s->trim[c]) tl[s->cols[c]] = cdc__numeric_trim(row.values[s->cols[c]], tl[s->cols[c]]);
+            lens = tl;
+        }
+        uint64_t h = cdc__row_hash(row.values, lens, s->cols, s->cols ? s->ncols : row.ncols,
                                    s->algorithm, &scratch);
         if (s->width > 0) {
             const unsigned char *k = (const unsigned char *)row.key;
@@ -452,6 +469,7 @@ int cdc__scan_run(cdc_store_t *st, cdc__scan *s, cdc_error_t *err)
     }
     if (rc == 0 || rc == 1) rc = 0;
     cdc__buf_free(&scratch);
+    free(tl);
     cdc_iter_close(it);
     goto done;
 bad_bound:
@@ -608,6 +626,12 @@ void cdc__sql_coltext(cdc__buf *b, const cdc__srccol *c)
         cdc__buf_puts(b, " IS NOT NULL THEN format('%s', ");
         cdc__sql_ident(b, c->name);
         cdc__buf_puts(b, ") END");
+    } else if (!strcmp(t, "numeric")) {
+        /* unconstrained: compared without trailing fraction zeros (see
+         * cdc__numeric_trim) */
+        cdc__buf_puts(b, "trim_scale(");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, ")::text");
     } else if (!strncmp(t, "timestamp", 9) && strstr(t, "with time zone")) {
         /* Debezium's ZonedTimestamp: ISO-8601 in UTC with the column's
          * fraction digits, "2026-01-16T08:30:00.000000Z". */

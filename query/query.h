@@ -97,6 +97,7 @@ typedef struct cdc__scan {
     int algorithm;            /* CDC_HASH_* */
     const size_t *cols;       /* columns hashed (NULL: all) */
     size_t ncols;
+    const unsigned char *trim;/* per hashed column: 1 = compare as unconstrained NUMERIC (NULL: none) */
     /* Outputs. */
     cdc__rh *r;
     size_t n, cap;
@@ -104,6 +105,13 @@ typedef struct cdc__scan {
     uint64_t max_lsn;         /* the highest row version LSN seen */
     cdc__buf first_key;       /* key of the first row seen (empty when none) */
 } cdc__scan;
+
+/* The length of a NUMERIC's text without trailing fraction zeros ("1.250"
+ * -> "1.25", "103.0" -> "103"), like PostgreSQL's trim_scale().  Unconstrained
+ * NUMERIC columns are compared this way: Debezium's default (precise) mode
+ * sends them as {scale, value} with trailing zeros dropped, so the text the
+ * source prints cannot be recovered, while the value can. */
+size_t cdc__numeric_trim(const char *v, size_t n);
 
 /* Scans [lo, hi) of table in the replica, hashing each row into its range. */
 int cdc__scan_run(cdc_store_t *st, cdc__scan *s, cdc_error_t *err);

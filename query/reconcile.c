@@ -100,6 +100,7 @@ typedef struct ctx {
     /* Columns compared: the replica's columns present at the source. */
     size_t ncmp;
     size_t *rcols;           /* replica column index of each */
+    unsigned char *trim;     /* 1: an unconstrained NUMERIC, compared by cdc__numeric_trim */
     cdc__srccol *scols;
     char **names;
     /* Key. */
@@ -293,6 +294,7 @@ static int describe_tables(ctx *x)
     x->rcols = calloc(rn + 1, sizeof *x->rcols);
     x->scols = calloc(rn + 1, sizeof *x->scols);
     x->names = calloc(rn + 1, sizeof *x->names);
+    x->trim = calloc(rn + 1, 1);
     /* Compared: replica columns found at the source, in replica order. */
     for (size_t i = 0; i < rn; i++) {
         int found = -1;
@@ -308,6 +310,7 @@ static int describe_tables(ctx *x)
         x->names[x->ncmp] = strdup(rnames[i]);
         x->scols[x->ncmp].name = x->names[x->ncmp];
         x->scols[x->ncmp].type = strdup(PQgetvalue(cols, found, 1));
+        x->trim[x->ncmp] = !strcmp(x->scols[x->ncmp].type, "numeric");
         x->ncmp++;
     }
     for (int j = 0; j < ns; j++) {
@@ -595,6 +598,7 @@ static int compare_rows(ctx *x, const cdc__buf *lo, const cdc__buf *hi)
             for (size_t c = 0; c < x->ncmp; c++) {
                 rv[c] = row.values[x->rcols[c]];
                 rl[c] = row.lens[x->rcols[c]];
+                if (x->trim[c]) rl[c] = cdc__numeric_trim(rv[c], rl[c]);
             }
         if (cmp < 0) { /* only in the replica */
             if (x->nc < MAX_CANDIDATES) {
@@ -723,6 +727,7 @@ static int drill(ctx *x, const krange *kr, int depth)
     s.hi = &kr->hi;
     s.stride = (kr->rep_rows + x->factor - 1) / x->factor;
     s.cols = x->rcols;
+    s.trim = x->trim;
     s.algorithm = x->o->algorithm;
     s.ncols = x->ncmp;
     int rc = cdc__scan_run(x->st, &s, x->err);
@@ -828,6 +833,7 @@ static int first_level(ctx *x)
     cdc__scan sc = {0};
     sc.table = x->table;
     sc.cols = x->rcols;
+    sc.trim = x->trim;
     sc.ncols = x->ncmp;
     sc.algorithm = x->o->algorithm;
     srch *h = NULL;
@@ -932,6 +938,7 @@ static int read_replica(ctx *x, const cdc__buf *key, side *s, cdc__buf *kj)
     for (size_t c = 0; c < x->ncmp; c++) {
         v[c] = row.values[x->rcols[c]];
         l[c] = row.lens[x->rcols[c]];
+        if (x->trim[c]) l[c] = cdc__numeric_trim(v[c], l[c]);
     }
     side_set(s, x->ncmp, v, l, row.lsn);
     free(v);
@@ -1183,6 +1190,7 @@ done:
     free(x.names);
     free(x.scols);
     free(x.rcols);
+    free(x.trim);
     for (size_t k = 0; x.keynames && k < x.nkey; k++) free(x.keynames[k]);
     free(x.keynames);
     free(x.keys);

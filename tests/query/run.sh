@@ -211,6 +211,26 @@ done
 check "no load, no candidate rechecked away in any run above ($(sort -u "$T/inflight" | paste -sd,))" \
     test "$(sort -u "$T/inflight" | paste -sd,)" = 0
 
+# ---- unconstrained NUMERIC in Debezium's precise mode ----
+echo "== unconstrained NUMERIC sent as {scale, value} (trailing zeros dropped)"
+"${PSQL[@]}" -q -c "CREATE TABLE public.w (id int PRIMARY KEY, kg numeric, amt numeric(10,2));
+    INSERT INTO public.w VALUES (1, 1.250, 2.50), (2, 103.0, 3.00), (3, 0.5, 1.00), (4, NULL, 0.00)"
+cat > "$T/w.jsonl" <<'JSON'
+{"op":"r","after":{"id":1,"kg":{"scale":2,"value":"fQ=="},"amt":"2.50"},"source":{"schema":"public","table":"w","lsn":10,"snapshot":"true"}}
+{"op":"r","after":{"id":2,"kg":{"scale":0,"value":"Zw=="},"amt":"3.00"},"source":{"schema":"public","table":"w","lsn":10,"snapshot":"true"}}
+{"op":"r","after":{"id":3,"kg":{"scale":1,"value":"BQ=="},"amt":"1.00"},"source":{"schema":"public","table":"w","lsn":10,"snapshot":"true"}}
+{"op":"r","after":{"id":4,"kg":null,"amt":"0.00"},"source":{"schema":"public","table":"w","lsn":10,"snapshot":"last"}}
+JSON
+"$CDC" apply --quiet --db "$T/wdb" "$T/w.jsonl"
+"$CDC" reconcile --db "$T/wdb" --table public.w --source "$CONN" > "$T/w.out" 2>/dev/null
+s=$?
+check "numeric without scale: 1.250 at the source equals 1.25 from Debezium, exit 0 (got $s)" test "$s" = 0 -a ! -s "$T/w.out"
+"${PSQL[@]}" -q -c "UPDATE public.w SET kg = 1.26 WHERE id = 1"
+"$CDC" reconcile --db "$T/wdb" --table public.w --source "$CONN" > "$T/w.out" 2>/dev/null
+s=$?
+check "numeric without scale: a different value is still found, exit 1 (got $s)" \
+    test "$s" = 1 -a "$(cut -f1,2 "$T/w.out")" = "$(printf 'different\t{"id":1}')"
+
 # ---- reconcile under a live load ----
 echo "== reconcile under a live write load"
 # The load: update a random row at the source, then apply the same change to
