@@ -25,7 +25,7 @@ DEB_PKGS := build-essential pkg-config librocksdb-dev librdkafka-dev libcjson-de
 	libcriterion-dev libpq-dev postgresql-15 postgresql-client-15 kcat curl jq maven openjdk-17-jdk-headless \
 	gnuplot-nox time python3
 
-.PHONY: all lib deps test test-unit test-asan test-install test-e2e demo install clean bench
+.PHONY: all lib deps test test-unit test-asan test-install test-e2e demo pipeline-demo install clean bench
 
 all: lib $(BUILD)/cdcstore
 
@@ -88,6 +88,10 @@ test-e2e: all
 
 demo: deps all
 	@bash tests/demo.sh
+
+# The whole pipeline locally: PostgreSQL -> Debezium -> Kafka -> cdcstore ingest.
+pipeline-demo: deps all tests/stack/changegen
+	@bash tests/e2e/pipeline-demo.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
