@@ -11,16 +11,14 @@
 # the source, prints the replica's counters and the end-to-end latency
 # (p50/p99 of apply time minus the change's commit time), and stops the stack.
 #
-# Usage: tests/e2e/pipeline-demo.sh [--keep-stack] [--seconds N] [--rate N] [--strict]
+# Usage: tests/e2e/pipeline-demo.sh [--keep-stack] [--seconds N] [--rate N]
 #   --keep-stack  leave the stack (and the connector) running at the end
 #   --seconds N   how long the generator runs (default 20)
 #   --rate N      changegen statements per second (default 1300, about 1,000
 #                 row changes/s)
-#   --strict      the connector as tests/e2e/run.sh runs it by default: JSON
-#                 without schemas and decimal.handling.mode precise. Without it
-#                 the demo uses schemas.enable=true and decimal.handling.mode
-#                 string, with which reconcile finds the replica equal today
-#                 (see tests/e2e/README.md, "Known differences").
+# The connector is configured as tests/e2e/run.sh does (JSON without schemas,
+# decimal.handling.mode precise; E2E_WORKAROUNDS=1 and the other E2E_*
+# settings of tests/e2e/lib.sh apply here too).
 #
 # The replica stays in $DEMO_DIR (default /tmp/cdcstore-pipeline-demo) for
 # `build/cdcstore get/export/stats --db $DEMO_DIR/replica ...`. Note: it
@@ -31,13 +29,11 @@ export LC_ALL=C.UTF-8
 KEEP=0
 SECS=20
 RATE=1300
-STRICT=0
 while (($# > 0)); do
     case $1 in
     --keep-stack) KEEP=1 ;;
     --seconds) SECS=${2:?}; shift ;;
     --rate) RATE=${2:?}; shift ;;
-    --strict) STRICT=1 ;;
     -h | --help)
         sed -n '2,/^$/s/^# \{0,1\}//p' "$0"
         exit 0
@@ -49,7 +45,6 @@ while (($# > 0)); do
     esac
     shift
 done
-((STRICT)) || export E2E_WORKAROUNDS=${E2E_WORKAROUNDS:-1}
 
 DEMO_DIR=${DEMO_DIR:-/tmp/cdcstore-pipeline-demo}
 rm -rf "$DEMO_DIR"
