@@ -523,11 +523,13 @@ Test(kafka, the_stop_flag_applies_the_pending_batch)
     cdc_store_t *st = tu_open(dir);
     run_ctx c;
     ctx_init(&c, st, TOPIC, 1);
-    /* Neither bound is reached within the run: only the stop applies. */
+    /* Neither bound is reached within the run: only the stop applies.  The
+     * run lasts long enough for the mock group's first assignment (about 3 s)
+     * and the fetch even on a loaded machine. */
     cdc_kafka_options_t o = kopts(&c, &m, "g-stop", 100000, 600000);
     cdc_kafka_t *k = kopen(st, &o);
     cdc_error_t e = {0};
-    cr_assert_eq(run_for(k, &c, 4000, &e), 0, "run: %s", e.msg);
+    cr_assert_eq(run_for(k, &c, 12000, &e), 0, "run: %s", e.msg);
     cdc_kafka_stats_t s;
     cdc_kafka_stats(k, &s);
     cr_assert_eq(s.batches, 1, "log:\n%s", c.log ? c.log : "");
