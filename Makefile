@@ -6,13 +6,13 @@
 PREFIX ?= /usr/local
 CC ?= cc
 BUILD ?= build
-PKGS := rocksdb rdkafka libcjson liburing
+PKGS := rocksdb rdkafka libcjson liburing libpq
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -Iinclude -Istore $(PKG_CFLAGS) -DCDC_BUILDING_LIBRARY
-LDLIBS := $(PKG_LIBS) -lpq -lpthread -lm
+LDLIBS := $(PKG_LIBS) -lpthread -lm
 
 LIB_SRCS := $(wildcard store/*.c ingest/*.c query/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)

@@ -328,6 +328,12 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
     rocksdb_options_increase_parallelism(st->opts, 2);
     rocksdb_options_set_compression(st->opts, rocksdb_lz4_compression);
     rocksdb_options_set_write_buffer_size(st->opts, 64 << 20);
+    /* The metadata and dead-letter families are small and rarely flushed; a
+     * write-ahead log file is kept until every family that wrote to it has
+     * flushed, so without a bound the logs pile up and every open replays
+     * them.  Past 256 MiB of logs, RocksDB flushes the families holding the
+     * oldest one. */
+    rocksdb_options_set_max_total_wal_size(st->opts, 256 << 20);
     /* A bloom filter over the memtable: the guard reads every key of a batch,
      * and new keys (snapshots, inserts) then skip the skiplist search. */
     rocksdb_options_set_memtable_prefix_bloom_size_ratio(st->opts, 0.02);
