@@ -124,7 +124,7 @@ def per_cpu(r):
 
 def table(rows, batch):
     cdc = eps(pick(rows, "cdcstore", batch))
-    out = ["| system | events/s | ratio to cdcstore | CPU | events per CPU-second | peak memory | "
+    out = ["| system | events/s | ratio to cdcstore | CPU (load average) | events per CPU-second | peak memory | "
            "bytes on disk | verified |",
            "|---|---:|---:|---:|---:|---:|---:|---|"]
     notes = []
@@ -145,6 +145,8 @@ def table(rows, batch):
         ratio = fmt_ratio(e / cdc) if (e and cdc) else "–"
         shown = fmt_int(e) + (" (partial)" if status == "partial" else "")
         cpu = f"{r['cpu_percent']}%" if r.get("cpu_percent") is not None else "–"
+        if r.get("loadavg_1m") is not None:
+            cpu += f" (load {r['loadavg_1m']:.1f})"
         out.append(f"| {label} | {shown} | {ratio} | {cpu} | {fmt_int(per_cpu(r))} | "
                    f"{fmt_mib(r.get('peak_rss_bytes'))} | "
                    f"{fmt_bytes(r.get('disk_bytes')) if r.get('disk_bytes') else '–'} | "

@@ -13,7 +13,8 @@
 #   BENCH_SPARK (1; 0 skips Spark + Delta, reported as missing)
 #   BENCH_SPARK_BUDGET (300: seconds of applying per batch size before Spark is stopped)
 #   BENCH_PG_PORT (55499)   BENCH_BUILD (1: run `make all` when build/cdcstore is missing)
-#   BENCH_STEPS ("cdcstore limits sqlite postgres spark e2e": the parts to run)
+#   BENCH_STEPS ("cdcstore limits sqlite postgres spark e2e": the parts to run; a subset keeps the
+#               last run's records of the other parts, so one part can be measured again)
 #   BENCH_SYNC (1: also `cdcstore apply --sync`, fsync every batch, as PostgreSQL commits do)
 #   BENCH_E2E (1: end-to-end latency through Kafka with tests/e2e/run.sh scenario 1, when present)
 #   BENCH_E2E_PORT_BASE (57432: its PostgreSQL; Kafka, controller and Connect on the next three;
@@ -35,7 +36,7 @@ SPARK_BUDGET=${BENCH_SPARK_BUDGET:-300}
 PG_PORT=${BENCH_PG_PORT:-55499}
 BUILD=${BENCH_BUILD:-1}
 SYNC=${BENCH_SYNC:-1}
-STEPS=${BENCH_STEPS:-"cdcstore limits sqlite postgres spark e2e"}
+STEPS=${BENCH_STEPS:-"cdcstore limits sqlite postgres spark e2e"}   # keep the order of ALL_STEPS
 E2E=${BENCH_E2E:-1}
 E2E_PORT_BASE=${BENCH_E2E_PORT_BASE:-57432}
 E2E_TIMEOUT=${BENCH_E2E_TIMEOUT:-1500}
@@ -50,10 +51,33 @@ DELTA_SPEC="delta-spark==4.4.0"   # pulls pyspark 4.2; its jars (delta-spark_4.2
 mkdir -p "$OUT/logs" "$OUT/scratch"
 RES="$OUT/results.jsonl"
 CMDS="$OUT/commands.txt"
-[ -f "$RES" ] && mv "$RES" "$RES.prev"
-: > "$RES"
-: > "$CMDS"
+ALL_STEPS="cdcstore limits sqlite postgres spark e2e"
+if [ "$STEPS" = "$ALL_STEPS" ] || [ ! -f "$RES" ]; then
+    [ -f "$RES" ] && mv "$RES" "$RES.prev"
+    : > "$RES"
+    : > "$CMDS"
+else
+    # A partial run redoes some steps of the last run: their old records go, the others stay.
+    cp "$RES" "$RES.prev"
+    python3 - "$RES" "$STEPS" <<'EOF'
+import json, sys
+path, steps = sys.argv[1], sys.argv[2].split()
+owner = {"cdcstore": "cdcstore", "cdcstore-sync": "cdcstore", "decode-only-1t": "limits",
+         "decode-only-2t": "limits", "rocksdb-raw": "limits", "sqlite-json1": "sqlite",
+         "sqlite-python": "sqlite", "postgres": "postgres", "cdcstore-reconcile": "postgres",
+         "spark-delta": "spark", "e2e-latency": "e2e"}
+rows = [l for l in open(path) if l.strip()]
+keep = [l for l in rows if owner.get(json.loads(l).get("peer")) not in steps]
+open(path, "w").write("".join(keep))
+EOF
+    printf '# %s: again with BENCH_STEPS="%s"\n' "$(date -u '+%H:%M UTC')" "$STEPS" >> "$CMDS"
+fi
 STARTED=$(date -u '+%Y-%m-%d %H:%M UTC')
+if [ "$STEPS" = "$ALL_STEPS" ] || [ ! -f "$OUT/started.txt" ]; then
+    echo "$STARTED" > "$OUT/started.txt"
+else
+    STARTED="$(cat "$OUT/started.txt") (partly again from $STARTED)"
+fi
 
 say() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -272,11 +296,11 @@ done
 # The pipeline's own suite (tests/e2e/run.sh, scenario 1: snapshot, then a steady changegen load
 # whose apply time minus source.ts_ms is measured) on a stack of its own (ports and directory
 # apart from any stack already running), with the same cdcstore binary.
-if [ "$E2E" = 1 ] && [ -f tests/e2e/run.sh ] && [ -x "$CDC" ]; then
+if [ "$E2E" = 1 ] && [ -f tests/e2e/run.sh ] && [ -x "$CDC_SRC" ]; then
     E2E_ENV=(E2E_ONLY=1 E2E_WORK="$ROOT/$OUT/e2e-work" STACK_DIR="$ROOT/$OUT/stack"
              STACK_PG_PORT="$E2E_PORT_BASE" STACK_KAFKA_PORT=$((E2E_PORT_BASE + 1))
              STACK_KAFKA_CONTROLLER_PORT=$((E2E_PORT_BASE + 2)) STACK_CONNECT_PORT=$((E2E_PORT_BASE + 3))
-             CDCSTORE="$ROOT/$CDC")
+             CDCSTORE="$ROOT/$CDC_SRC")   # the suite is written against the tree's build, not the copy
     printf '%s\n' "env ${E2E_ENV[*]} timeout $E2E_TIMEOUT bash tests/e2e/run.sh" >> "$CMDS"
     say "end-to-end latency: tests/e2e/run.sh scenario 1 on its own stack (ports $E2E_PORT_BASE-$((E2E_PORT_BASE + 3)))"
     rm -rf "$OUT/e2e-work" "$OUT/stack"
@@ -307,6 +331,10 @@ fi
 fi   # e2e
 
 # ---- report ----
+# A partial run without the cdcstore step keeps the last profile.
+if [ -z "$PROFILE_TXT" ] && ! want cdcstore && [ -s "$OUT/profile.txt" ]; then
+    PROFILE_TXT="$OUT/profile.txt"
+fi
 printf '%s\n' "python3 bench/report.py ..." >> "$CMDS"
 python3 bench/report.py --results "$RES" --meta "$META" --commands "$CMDS" \
     --batches "$(echo $BATCHES | tr ' ' ',')" --out "$RESULTS_MD" --png "$PNG" \
