@@ -352,16 +352,6 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
-static void add_result(cdc_apply_result_t *tot, const cdc_apply_result_t *r)
-{
-    tot->read += r->read;
-    tot->applied += r->applied;
-    tot->stale += r->stale;
-    tot->duplicate += r->duplicate;
-    tot->tombstones += r->tombstones;
-    tot->dead_letters += r->dead_letters;
-}
-
 int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_options_t *o,
                          cdc_apply_result_t *total, cdc_error_t *err)
 {
@@ -395,7 +385,7 @@ int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_optio
             cdc_apply_result_t r;
             rc = cdc__apply_decoded(st, sl->b.recs, sl->b.n, sl->dec, &o->apply, &r, err);
             sl->dec = NULL;
-            add_result(&tot, &r);
+            cdc__result_add(&tot, &r);
             if (o->progress) o->progress(o->progress_opaque, &tot, sl->bytes);
         }
         if (rc == 0 && sl->read_errno)

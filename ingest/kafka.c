@@ -399,16 +399,6 @@ static int64_t percentile(const cdc_kafka_t *k, double q)
     return k->lat_max;
 }
 
-static void add_result(cdc_apply_result_t *to, const cdc_apply_result_t *r)
-{
-    to->read += r->read;
-    to->applied += r->applied;
-    to->stale += r->stale;
-    to->duplicate += r->duplicate;
-    to->tombstones += r->tombstones;
-    to->dead_letters += r->dead_letters;
-}
-
 /* Commits, for monitoring, the replica's positions of the partitions in the
  * batch just applied. */
 static void commit_positions(cdc_kafka_t *k)
@@ -514,8 +504,8 @@ static int flush(cdc_kafka_t *k, cdc_error_t *err)
             }
         }
         commit_positions(k);
-        add_result(&k->stats.total, &res);
-        add_result(&k->info_res, &res);
+        cdc__result_add(&k->stats.total, &res);
+        cdc__result_add(&k->info_res, &res);
         k->stats.batches++;
         k->info_batches++;
         k->info_records += k->n;

@@ -403,6 +403,16 @@ cdc__decoded *cdc__decode_batch(cdc_store_t *st, const cdc_record_t *recs, size_
     return (cdc__decoded *)rs;
 }
 
+void cdc__result_add(cdc_apply_result_t *to, const cdc_apply_result_t *r)
+{
+    to->read += r->read;
+    to->applied += r->applied;
+    to->stale += r->stale;
+    to->duplicate += r->duplicate;
+    to->tombstones += r->tombstones;
+    to->dead_letters += r->dead_letters;
+}
+
 void cdc__decoded_free(cdc__decoded *dec, size_t n)
 {
     rec_state *rs = (rec_state *)dec;

@@ -142,6 +142,9 @@ int cdc__decode_key_json(const char *json, const char *const *keycols, size_t nk
  * (size outsz).  0 ok, -1 when the topic does not have three parts. */
 int cdc__table_from_topic(const char *topic, char *out, size_t outsz);
 
+/* Adds the counts of r to *to (sources that apply batch after batch). */
+void cdc__result_add(cdc_apply_result_t *to, const cdc_apply_result_t *r);
+
 /* ---- Apply in two stages (store/apply.c) ---- */
 
 /* A decoded batch, opaque outside apply.c. */
