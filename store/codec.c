@@ -221,7 +221,7 @@ int cdc__key_to_json(const char *key, size_t len, const char *const *names, size
             if (end - p < 9) goto bad;
             uint64_t u = 0;
             for (int k = 1; k <= 8; k++) u = (u << 8) | p[k];
-            cdc__buf_printf(out, "%lld", (long long)(int64_t)(u ^ 0x8000000000000000ULL));
+            cdc__buf_put_i64(out, (int64_t)(u ^ 0x8000000000000000ULL));
             p += 9;
         } else if (*p == CDC__KEY_TEXT) {
             p++;
