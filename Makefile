@@ -13,6 +13,12 @@ WARN := -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -Iinclude -Istore $(PKG_CFLAGS) -DCDC_BUILDING_LIBRARY
 LDLIBS := $(PKG_LIBS) -lpthread -lm
+# The command (not the library, which leaves the allocator to its embedder)
+# links jemalloc: decoding allocates many small objects on one thread that
+# the apply thread frees, where glibc's malloc spends a fifth of the CPU of
+# `cdcstore apply` (perf) and jemalloc a third of that (bench/RESULTS.md).
+# Empty under the sanitizers, which bring their own allocator.
+CLI_ALLOC ?= $(shell pkg-config --libs jemalloc 2>/dev/null)
 
 LIB_SRCS := $(wildcard store/*.c ingest/*.c query/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
@@ -21,7 +27,7 @@ CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_SRCS := $(wildcard tests/unit/*.c)
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-DEB_PKGS := build-essential pkg-config librocksdb-dev librdkafka-dev libcjson-dev liburing-dev \
+DEB_PKGS := build-essential pkg-config librocksdb-dev librdkafka-dev libcjson-dev liburing-dev libjemalloc-dev \
 	libcriterion-dev libpq-dev postgresql-15 postgresql-client-15 kcat curl jq maven openjdk-17-jdk-headless \
 	gnuplot-nox time python3
 
@@ -43,7 +49,7 @@ $(BUILD)/libcdcstore.so: $(LIB_OBJS)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libcdcstore.so.0 -o $@ $^ $(LDLIBS)
 
 $(BUILD)/cdcstore: $(CLI_OBJS) $(BUILD)/libcdcstore.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libcdcstore.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libcdcstore.a $(LDLIBS) $(CLI_ALLOC)
 
 # Unit tests link the static library (internal symbols included).
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libcdcstore.a
@@ -61,7 +67,7 @@ test-unit: all $(TEST_BINS)
 
 test-asan:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	  LDFLAGS=-fsanitize=address,undefined test-unit-asan
+	  LDFLAGS=-fsanitize=address,undefined CLI_ALLOC= test-unit-asan
 
 # Criterion reports a test that leaks as passed: the sanitizers' own reports
 # fail the run too.

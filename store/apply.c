@@ -206,6 +206,21 @@ static uint64_t hash_key(const cdc__table *t, const char *k, size_t n)
     return h;
 }
 
+/* Key order within a table (tables in a fixed order between them).  The
+ * batch's keys are read and written in this order: RocksDB's memtable skip
+ * list then starts each insert from the splice the previous one left, a few
+ * levels down instead of from the top, which halves the cost of the writes
+ * of a batch of random keys (measured: bench/run.sh, cdcstore at 10,000). */
+static int group_cmp(const void *a, const void *b)
+{
+    const group *x = a, *y = b;
+    if (x->t != y->t) return (uintptr_t)x->t < (uintptr_t)y->t ? -1 : 1;
+    size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
+    int c = memcmp(x->key, y->key, n);
+    if (c) return c;
+    return x->key_len < y->key_len ? -1 : x->key_len > y->key_len;
+}
+
 /* ---- State folding ---- */
 
 typedef struct colval {
@@ -638,7 +653,9 @@ int cdc__apply_decoded(cdc_store_t *st, const cdc_record_t *recs, size_t n, cdc_
         rocksdb_iter_destroy(it);
     }
 
-    /* Read the stored versions of every key of the batch. */
+    /* Read the stored versions of every key of the batch, in key order (the
+     * grouping table is not used past this point). */
+    qsort(groups, ngroups, sizeof *groups, group_cmp);
     const char **keys = malloc((ngroups + 1) * sizeof *keys);
     size_t *klens = malloc((ngroups + 1) * sizeof *klens);
     const rocksdb_column_family_handle_t **cfs = malloc((ngroups + 1) * sizeof *cfs);
