@@ -361,6 +361,41 @@ def main():
         else:
             md += [f"- not measured: {r.get('verified', '')}; {r.get('note', '')}"]
         md += [""]
+    qrows = [r for r in rows if r.get("peer") == "query"]
+    if qrows:
+        n = next((r.get("rows") for r in qrows if r.get("rows")), None)
+        md += [f"## Query shim on {fmt_int(n)} rows (`tests/query/bench.sh`)", "",
+               "Table `public.bench` (bigint key, text, numeric(12,2), text with NULLs and '', "
+               "boolean, int), the same rows in a replica and in a PostgreSQL 15 the script starts "
+               "(fsync off). Goals: reconcile of equal tables under 10 s, one changed row found under "
+               "15 s, export faster than PostgreSQL's `COPY ... TO` of the source table.", "",
+               "| what | seconds | detail | load |", "|---|---:|---|---:|"]
+        for r in qrows:
+            if r.get("status") == "failed":
+                md.append(f"| failed | | {r.get('note', '')} | |")
+                continue
+            md.append(f"| {r.get('what', '')} | {r.get('seconds', 0):.2f} | {r.get('extra', '')} | "
+                      f"{r.get('load', '')} |")
+        sec = {r.get("what"): r.get("seconds") for r in qrows if r.get("seconds") is not None}
+        lines = []
+        for algo in ("md5", "lookup3"):
+            eq = sec.get(f"reconcile, equal tables, {algo}")
+            one = sec.get(f"reconcile, one changed row, {algo}")
+            if eq is not None:
+                lines.append(f"- reconcile of equal tables, {algo}: {eq:.2f} s: "
+                             f"{'met' if eq < 10 else 'NOT met'} (goal < 10 s)")
+            if one is not None:
+                lines.append(f"- one changed row found, {algo}: {one:.2f} s: "
+                             f"{'met' if one < 15 else 'NOT met'} (goal < 15 s)")
+        ex = sec.get("cdcstore export --output (CSV; 2 threads, io_uring)")
+        cp = sec.get("PostgreSQL COPY public.bench TO file (CSV, HEADER)")
+        if ex is not None and cp is not None:
+            lines.append(f"- export {ex:.2f} s against COPY TO {cp:.2f} s: "
+                         f"{'met' if ex < cp else 'NOT met'} (goal: faster)")
+        if not n or n < 10_000_000:
+            lines.append("- fewer rows than the goals' 10,000,000 (BENCH_QUERY_ROWS): these verdicts "
+                         "do not count")
+        md += [""] + lines + [""]
     exp = [r for r in rows if r.get("peer") == "cdcstore" and r.get("export_seconds")]
     if exp:
         md += ["## Export", ""]
@@ -418,6 +453,8 @@ def main():
     if not any(r.get("peer") == "e2e-latency" for r in rows):
         notyet.append("- End-to-end latency through Kafka: not run (BENCH_E2E=0, no tests/e2e/run.sh "
                       "or no cdcstore binary)")
+    if not any(r.get("peer") == "query" for r in rows):
+        notyet.append("- Query shim on 10M rows: not run (BENCH_STEPS without query)")
     if not any(r.get("peer") == "cdcstore-reconcile" for r in rows):
         notyet.append("- Reconcile: not run (no verified cdcstore replica at batches of 10,000)")
     if notyet:

@@ -13,12 +13,14 @@
 #   BENCH_SPARK (1; 0 skips Spark + Delta, reported as missing)
 #   BENCH_SPARK_BUDGET (300: seconds of applying per batch size before Spark is stopped)
 #   BENCH_PG_PORT (55499)   BENCH_BUILD (1: run `make all` when build/cdcstore is missing)
-#   BENCH_STEPS ("cdcstore limits sqlite postgres spark e2e": the parts to run; a subset keeps the
+#   BENCH_STEPS ("cdcstore limits sqlite postgres spark e2e query": the parts to run; a subset keeps the
 #               last run's records of the other parts, so one part can be measured again)
 #   BENCH_SYNC (1: also `cdcstore apply --sync`, fsync every batch, as PostgreSQL commits do)
 #   BENCH_E2E (1: end-to-end latency through Kafka with tests/e2e/run.sh scenario 1, when present)
 #   BENCH_E2E_PORT_BASE (57432: its PostgreSQL; Kafka, controller and Connect on the next three;
 #                        moved up by 10 while any of the four is taken)
+#   BENCH_QUERY_ROWS (10000000: rows of the query shim's timings, tests/query/bench.sh: hash,
+#                     reconcile equal and with one changed row, export against COPY TO)
 #   BENCH_PROFILE (1: perf profile of cdcstore at batches of 10,000 when perf exists)
 #   BENCH_OUT (bench/out)   BENCH_RESULTS (bench/RESULTS.md)   BENCH_PNG (bench/throughput.png)
 set -uo pipefail
@@ -36,7 +38,7 @@ SPARK_BUDGET=${BENCH_SPARK_BUDGET:-300}
 PG_PORT=${BENCH_PG_PORT:-55499}
 BUILD=${BENCH_BUILD:-1}
 SYNC=${BENCH_SYNC:-1}
-STEPS=${BENCH_STEPS:-"cdcstore limits sqlite postgres spark e2e"}   # keep the order of ALL_STEPS
+STEPS=${BENCH_STEPS:-"cdcstore limits sqlite postgres spark e2e query"}   # keep the order of ALL_STEPS
 E2E=${BENCH_E2E:-1}
 E2E_PORT_BASE=${BENCH_E2E_PORT_BASE:-57432}
 E2E_TIMEOUT=${BENCH_E2E_TIMEOUT:-1500}
@@ -51,7 +53,7 @@ DELTA_SPEC="delta-spark==4.4.0"   # pulls pyspark 4.2; its jars (delta-spark_4.2
 mkdir -p "$OUT/logs" "$OUT/scratch"
 RES="$OUT/results.jsonl"
 CMDS="$OUT/commands.txt"
-ALL_STEPS="cdcstore limits sqlite postgres spark e2e"
+ALL_STEPS="cdcstore limits sqlite postgres spark e2e query"
 if [ "$STEPS" = "$ALL_STEPS" ] || [ ! -f "$RES" ]; then
     [ -f "$RES" ] && mv "$RES" "$RES.prev"
     : > "$RES"
@@ -65,7 +67,7 @@ path, steps = sys.argv[1], sys.argv[2].split()
 owner = {"cdcstore": "cdcstore", "cdcstore-sync": "cdcstore", "decode-only-1t": "limits",
          "decode-only-2t": "limits", "rocksdb-raw": "limits", "sqlite-json1": "sqlite",
          "sqlite-python": "sqlite", "postgres": "postgres", "cdcstore-reconcile": "postgres",
-         "spark-delta": "spark", "e2e-latency": "e2e"}
+         "spark-delta": "spark", "e2e-latency": "e2e", "query": "query"}
 rows = [l for l in open(path) if l.strip()]
 keep = [l for l in rows if owner.get(json.loads(l).get("peer")) not in steps]
 open(path, "w").write("".join(keep))
@@ -329,6 +331,41 @@ EOF
     rm -rf "$OUT/stack"
 fi
 fi   # e2e
+
+# ---- the query shim on BENCH_QUERY_ROWS rows (issue 4's figures) ----
+if want query; then
+QROWS=${BENCH_QUERY_ROWS:-10000000}
+abspath() { case "$1" in /*) echo "$1" ;; *) echo "$ROOT/$1" ;; esac; }
+QDIR="$(abspath "$OUT")/query"
+QCDC="$(abspath "$CDC")"
+printf '%s\n' "env QUERY_BENCH_ROWS=$QROWS QUERY_BENCH_DIR=$QDIR CDCSTORE=$QCDC bash tests/query/bench.sh" >> "$CMDS"
+say "query shim on $QROWS rows: tests/query/bench.sh"
+rm -f "$QDIR/results.jsonl"
+env QUERY_BENCH_ROWS="$QROWS" QUERY_BENCH_DIR="$QDIR" CDCSTORE="$QCDC" \
+    bash tests/query/bench.sh > "$OUT/logs/query.log" 2>&1
+q_rc=$?
+python3 - "$RES" "$QDIR/results.jsonl" "$q_rc" "$OUT/logs/query.log" <<'EOF'
+import json, os, sys
+path, qres, rc, log = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+recs = []
+if os.path.exists(qres):
+    for l in open(qres):
+        if l.strip():
+            r = json.loads(l)
+            r["peer"] = "query"
+            r["batch"] = -1
+            recs.append(r)
+if not recs:
+    tail = open(log, errors="replace").read().splitlines()[-5:]
+    recs.append({"peer": "query", "batch": -1, "status": "failed",
+                 "note": f"exit {rc}: " + " | ".join(tail)[-400:]})
+with open(path, "a") as f:
+    for r in recs:
+        f.write(json.dumps(r) + "\n")
+print(f"{len(recs)} query records")
+EOF
+rm -rf "$QDIR/n$QROWS/replica" "$QDIR/n$QROWS/replica.done"   # the generated data stay for the next run
+fi   # query
 
 # ---- report ----
 # A partial run without the cdcstore step keeps the last profile.
