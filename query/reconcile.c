@@ -4,14 +4,16 @@
  *
  * How.  Both sides compute per key range a row count and a hash (hash.c):
  * the replica by scanning RocksDB, the source by one SQL query, so only
- * (range, count, hash) crosses the network.  First the whole table: the
- * source's query (no grouping, so PostgreSQL spreads it over parallel
- * workers) runs while the replica is scanned, and the scan records on the way
- * the sums of the ranges it would split into: width ranges for a single
- * integer key (the width from the source's key span, read from its index),
- * quantiles of the replica's rows otherwise.  Equal totals end the
- * comparison: one pass on each side.  Otherwise the source computes the same
- * ranges, and a range whose count or hash differs is split into `factor`
+ * (range, count, hash) crosses the network.  The first level, for a single
+ * integer key: width ranges (the width from the source's key span, read from
+ * its index), computed by the source's query while the replica is scanned,
+ * so one pass on each side both when the tables are equal and when they
+ * differ.  For other keys the ranges are quantiles of the replica's rows,
+ * known only once it is scanned: first the whole table (the source's sum
+ * runs while the replica is scanned, and the scan records on the way the
+ * sums of its quantile ranges); equal totals end the comparison, otherwise
+ * the source computes the same ranges.  A range whose count or hash differs
+ * is split into `factor`
  * sub-ranges cut at the replica's quantiles, and so on, until a range holds
  * at most `threshold` rows; its rows are then read from both sides in key
  * order and merged by key: a key only in the source is missing, only in the
@@ -386,20 +388,24 @@ static int send_hashes(ctx *x, const cdc__buf *lo, const cdc__buf *hi, int64_t w
                        size_t nb)
 {
     /* GROUP BY <expression of the key> makes the planner expect one group
-     * per row, so it sorts the rows (on disk for millions) before it
-     * aggregates.  Grouping by the output of a function scan instead makes it
-     * expect few groups: each worker hashes its rows into a small table. */
+     * per row (the key's statistics), so it sorts every row by its bucket
+     * before it aggregates.  Grouping the output of an OFFSET 0 subquery
+     * instead makes it expect few groups, which it hashes, while the parallel
+     * workers scan and hash the rows: the per-range sums of a whole table
+     * cost about what its single sum does (10M rows, lookup3: reconcile of
+     * equal tables 8.6-9.6 s with per-range sums against 8.6-10.0 s with the
+     * sum; tests/query/bench.sh), so the first level asks for them at once. */
     cdc__buf s = {0};
     int rc;
-    cdc__buf_puts(&s, "SELECT cdc_bucket.cdc__b, count(*), sum(");
-    cdc__buf_put(&s, x->rowhash.p, x->rowhash.len);
-    cdc__buf_puts(&s, ")::text FROM ");
-    cdc__buf_puts(&s, x->tsql.p);
-    cdc__buf_puts(&s, " CROSS JOIN LATERAL unnest(ARRAY[");
+    cdc__buf_puts(&s, "SELECT cdc__b, count(*), sum(cdc__h)::text FROM (SELECT ");
     if ((rc = cdc__sql_bucket(&s, x->keys, x->nkey, width, bounds, nb))) goto done;
-    cdc__buf_puts(&s, "]) AS cdc_bucket(cdc__b) WHERE ");
+    cdc__buf_puts(&s, " AS cdc__b, ");
+    cdc__buf_put(&s, x->rowhash.p, x->rowhash.len);
+    cdc__buf_puts(&s, " AS cdc__h FROM ");
+    cdc__buf_puts(&s, x->tsql.p);
+    cdc__buf_puts(&s, " WHERE ");
     if ((rc = cdc__sql_range(&s, x->keys, x->nkey, lo, hi))) goto done;
-    cdc__buf_puts(&s, " GROUP BY 1 ORDER BY 1");
+    cdc__buf_puts(&s, " OFFSET 0) cdc__r GROUP BY 1 ORDER BY 1");
     cdc__buf_putc(&s, 0);
     if (!PQsendQuery(x->pg, s.p)) rc = src_fail(x, "sending the hash query", NULL);
 done:
@@ -786,12 +792,13 @@ static int totals_equal(ctx *x, const cdc__scan *sc, const srch *h, size_t n)
     return 0;
 }
 
-/* The first level over the whole table.  By default: the whole table's
+/* The first level over the whole table.  By default: width ranges on both
+ * sides at once for a single integer key; for other keys the whole table's
  * count and hash at the source while the replica is scanned, its ranges cut
  * at quantiles on the way; equal totals end the comparison after one pass on
- * each side (the usual case).  Otherwise the source computes the same
+ * each side (the usual case), otherwise the source computes the same
  * quantile ranges and the differing ones are gone into.  With range_width:
- * width ranges on both sides at once.  With ranges: quantile ranges. */
+ * width ranges of that width.  With ranges: quantile ranges. */
 static int first_level(ctx *x)
 {
     cdc_stats_t stats = {0};
@@ -841,25 +848,16 @@ static int first_level(ctx *x)
     cdc__buf *bounds = NULL;
     if (width > 0) {
         sc.width = width;
-        if (whole_first) {
-            /* Totals first, on both sides at the same time; the width ranges
-             * only when they differ. */
-            logf_(x, CDC_LOG_INFO, "whole table first; then ranges of %lld keys if it differs", (long long)width);
-            if ((rc = send_total(x))) goto done;
-        } else {
-            logf_(x, CDC_LOG_INFO, "first level: width ranges of %lld keys", (long long)width);
-            if ((rc = send_hashes(x, NULL, NULL, width, NULL, 0))) goto done;
-        }
+        /* The width ranges on both sides at the same time, also when they
+         * are expected equal: the per-range sums cost the source about what
+         * the whole-table sum does (see send_hashes), and a difference then
+         * needs no second pass over the source (10M rows, one changed row:
+         * 9.1 s instead of 21 s). */
+        logf_(x, CDC_LOG_INFO, "first level: ranges of %lld keys", (long long)width);
+        if ((rc = send_hashes(x, NULL, NULL, width, NULL, 0))) goto done;
         rc = cdc__scan_run(x->st, &sc, x->err);
         int src_rc = recv_hashes(x, &h, &n);
         if (rc || (rc = src_rc)) goto done;
-        if (whole_first) {
-            if (totals_equal(x, &sc, h, n)) goto done;
-            free(h);
-            h = NULL;
-            n = 0;
-            if ((rc = send_hashes(x, NULL, NULL, width, NULL, 0)) || (rc = recv_hashes(x, &h, &n))) goto done;
-        }
     } else {
         sc.stride = (stats.rows_live + target - 1) / target;
         if (!sc.stride) sc.stride = 1;
