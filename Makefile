@@ -92,11 +92,16 @@ test-install: all
 test-e2e: all
 	@if [ -f tests/e2e/run.sh ]; then bash tests/e2e/run.sh; else echo "end-to-end suite not present"; fi
 
-demo: deps all
+# The build runs in a make started after `deps`: the pkg-config flags are
+# read when a make starts, and on a fresh machine they exist only once deps
+# has installed the packages.
+demo: deps
+	@$(MAKE) --no-print-directory all
 	@bash tests/demo.sh
 
 # The whole pipeline locally: PostgreSQL -> Debezium -> Kafka -> cdcstore ingest.
-pipeline-demo: deps all tests/stack/changegen
+pipeline-demo: deps
+	@$(MAKE) --no-print-directory all tests/stack/changegen
 	@bash tests/e2e/pipeline-demo.sh
 
 install: all
