@@ -15,8 +15,8 @@ ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -Iinclude -
 LDLIBS := $(PKG_LIBS) -lpthread -lm
 # The command (not the library, which leaves the allocator to its embedder)
 # links jemalloc: decoding allocates many small objects on one thread that
-# the apply thread frees, where glibc's malloc spends a fifth of the CPU of
-# `cdcstore apply` (perf) and jemalloc a third of that (bench/RESULTS.md).
+# the apply thread frees; glibc's malloc took about a fifth of the samples of
+# `cdcstore apply` under perf, jemalloc 8.5% (the profile in bench/RESULTS.md).
 # Empty under the sanitizers, which bring their own allocator.
 CLI_ALLOC ?= $(shell pkg-config --libs jemalloc 2>/dev/null)
 

@@ -157,6 +157,8 @@ SCR="$OUT/scratch"
 KEEP="$SCR/cdcstore-kept"
 PROFILE_TXT=""
 want() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
+# A path for scripts that run elsewhere: BENCH_OUT may be relative to the tree or absolute.
+abspath() { case "$1" in /*) echo "$1" ;; *) echo "$ROOT/$1" ;; esac; }
 # Measure a copy: other work may rebuild build/cdcstore while the benchmark runs.
 CDC_SRC=$CDC
 if [ -x "$CDC_SRC" ]; then
@@ -299,10 +301,10 @@ done
 # whose apply time minus source.ts_ms is measured) on a stack of its own (ports and directory
 # apart from any stack already running), with the same cdcstore binary.
 if [ "$E2E" = 1 ] && [ -f tests/e2e/run.sh ] && [ -x "$CDC_SRC" ]; then
-    E2E_ENV=(E2E_ONLY=1 E2E_WORK="$ROOT/$OUT/e2e-work" STACK_DIR="$ROOT/$OUT/stack"
+    E2E_ENV=(E2E_ONLY=1 E2E_WORK="$(abspath "$OUT")/e2e-work" STACK_DIR="$(abspath "$OUT")/stack"
              STACK_PG_PORT="$E2E_PORT_BASE" STACK_KAFKA_PORT=$((E2E_PORT_BASE + 1))
              STACK_KAFKA_CONTROLLER_PORT=$((E2E_PORT_BASE + 2)) STACK_CONNECT_PORT=$((E2E_PORT_BASE + 3))
-             CDCSTORE="$ROOT/$CDC_SRC")   # the suite is written against the tree's build, not the copy
+             CDCSTORE="$(abspath "$CDC_SRC")")   # the suite is written against the tree's build, not the copy
     printf '%s\n' "env ${E2E_ENV[*]} timeout $E2E_TIMEOUT bash tests/e2e/run.sh" >> "$CMDS"
     say "end-to-end latency: tests/e2e/run.sh scenario 1 on its own stack (ports $E2E_PORT_BASE-$((E2E_PORT_BASE + 3)))"
     rm -rf "$OUT/e2e-work" "$OUT/stack"
@@ -335,7 +337,6 @@ fi   # e2e
 # ---- the query shim on BENCH_QUERY_ROWS rows (issue 4's figures) ----
 if want query; then
 QROWS=${BENCH_QUERY_ROWS:-10000000}
-abspath() { case "$1" in /*) echo "$1" ;; *) echo "$ROOT/$1" ;; esac; }
 QDIR="$(abspath "$OUT")/query"
 QCDC="$(abspath "$CDC")"
 printf '%s\n' "env QUERY_BENCH_ROWS=$QROWS QUERY_BENCH_DIR=$QDIR CDCSTORE=$QCDC bash tests/query/bench.sh" >> "$CMDS"

@@ -209,8 +209,9 @@ static uint64_t hash_key(const cdc__table *t, const char *k, size_t n)
 /* Key order within a table (tables in a fixed order between them).  The
  * batch's keys are read and written in this order: RocksDB's memtable skip
  * list then starts each insert from the splice the previous one left, a few
- * levels down instead of from the top, which halves the cost of the writes
- * of a batch of random keys (measured: bench/run.sh, cdcstore at 10,000). */
+ * levels down instead of from the top (perf of `cdcstore apply` at batches of
+ * 10,000: the insert's search fell from 7.6% to 3.3% of the samples, the
+ * sort itself costs under 1%). */
 static int group_cmp(const void *a, const void *b)
 {
     const group *x = a, *y = b;
