@@ -4,7 +4,29 @@
 #ifndef CDC_CLI_H
 #define CDC_CLI_H
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cdcstore.h"
+
+/* The command holds to the library's allocation policy (include/cdcstore.h,
+ * "memory"): an allocation that fails ends the process with a message. */
+static inline void *cli_calloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) {
+        fprintf(stderr, "cdcstore: out of memory\n");
+        abort();
+    }
+    return p;
+}
+
+static inline char *cli_strdup(const char *s)
+{
+    char *p = cli_calloc(strlen(s) + 1, 1);
+    return strcpy(p, s);
+}
 
 extern int cli_log_json, cli_log_level;
 void cli_log(void *opaque, int level, const char *facility, const char *msg);

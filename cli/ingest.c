@@ -79,9 +79,9 @@ int cmd_ingest(int argc, char **argv)
 {
     const char *db = NULL, *latency_path = NULL;
     cdc_kafka_options_t ko = {0};
-    const char **topics = calloc((size_t)argc + 1, sizeof *topics);
-    char **decimals = calloc((size_t)argc + 1, sizeof *decimals);
-    char **types = calloc((size_t)argc + 1, sizeof *types);
+    const char **topics = cli_calloc((size_t)argc + 1, sizeof *topics);
+    char **decimals = cli_calloc((size_t)argc + 1, sizeof *decimals);
+    char **types = cli_calloc((size_t)argc + 1, sizeof *types);
     size_t ntopics = 0, ndec = 0, ntypes = 0;
     char *group = NULL;
     int status = EXIT_OK;
@@ -134,7 +134,7 @@ int cmd_ingest(int argc, char **argv)
         goto out;
     }
     if (!ko.group) {
-        char *copy = strdup(db);
+        char *copy = cli_strdup(db);
         size_t l = strlen(copy);
         while (l > 1 && copy[l - 1] == '/') copy[--l] = 0;
         if (asprintf(&group, "cdcstore-%s", basename(copy)) < 0) group = NULL;

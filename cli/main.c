@@ -152,8 +152,8 @@ static int cmd_apply(int argc, char **argv)
     const char *db = NULL;
     cdc_file_options_t fo = {0};
     int quiet = 0;
-    char **decimals = calloc((size_t)argc + 1, sizeof *decimals);
-    char **types = calloc((size_t)argc + 1, sizeof *types);
+    char **decimals = cli_calloc((size_t)argc + 1, sizeof *decimals);
+    char **types = cli_calloc((size_t)argc + 1, sizeof *types);
     int ndec = 0, ntypes = 0;
     static struct option lo[] = {{"db", 1, 0, 'd'},       {"batch-size", 1, 0, 'b'}, {"on-error", 1, 0, 'e'},
                                  {"decimal", 1, 0, 'D'},  {"sync", 0, 0, 's'},       {"quiet", 0, 0, 'q'},
@@ -274,7 +274,7 @@ int cli_parse_range(const char *spec, char **lo, char **hi)
         else if (*p == ']' || *p == '}') depth--;
         else if (*p == ':' && depth == 0) {
             *lo = p == spec ? NULL : strndup(spec, (size_t)(p - spec));
-            *hi = p[1] ? strdup(p + 1) : NULL;
+            *hi = p[1] ? cli_strdup(p + 1) : NULL;
             return 0;
         }
     }

@@ -21,7 +21,12 @@
  *  - take an optional cdc_error_t *err (may be NULL) that receives a message
  *    naming the input at fault (table, topic, partition, offset, key);
  *  - copy their inputs; returned borrowed pointers say how long they stay valid;
- *  - every _open/_new has a _close/_free that accepts NULL.
+ *  - every _open/_new has a _close/_free that accepts NULL;
+ *  - memory: when an allocation fails the library writes one line to stderr
+ *    and aborts the process (as Redis's zmalloc does); it never returns a
+ *    half-done result for want of memory, and no batch is committed in part.
+ *    CDC_ENOMEM is reported only for other exhausted resources (a thread
+ *    that cannot be started).
  * A cdc_store_t may be used by one thread at a time (the caller serialises);
  * different stores are independent.  The library never prints: pass a log
  * callback in cdc_open_options_t.

@@ -57,6 +57,7 @@
  *    every path frees what it allocated.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +166,17 @@ static const char *json_kind(const cJSON *v)
 
 /* ---- JSON helpers ---- */
 
+/* cJSON allocates through the library's wrappers (store/internal.h,
+ * "Memory"), so that exhausted memory aborts with a message instead of
+ * reading as malformed JSON and dead-lettering a good record. */
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+
+static void hooks_init(void)
+{
+    cJSON_Hooks h = {cdc__malloc, free};
+    cJSON_InitHooks(&h);
+}
+
 /* Parses exactly n bytes of JSON text: trailing whitespace (and NUL bytes)
  * is allowed; anything else after the value, or a NUL byte within it, is
  * not.  NULL on failure, with the byte offset of the problem in *errpos. */
@@ -179,6 +191,7 @@ static cJSON *parse_json(const char *p, size_t n, size_t *errpos)
         *errpos = (size_t)(nul - p);
         return NULL;
     }
+    pthread_once(&hooks_once, hooks_init);
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithLengthOpts(p, n, &end, 0);
     if (!j) {
@@ -288,9 +301,8 @@ static int decimal_text(const unsigned char *b, size_t n, long scale, cdc__buf *
 {
     if (n == 0 || n > MAX_DECIMAL_BYTES) return -1;
     int neg = (b[0] & 0x80) != 0;
-    unsigned char *mag = malloc(n);
-    uint32_t *limb = malloc((n / 3 + 2) * sizeof *limb); /* base 10^9, little-endian */
-    if (!mag || !limb) abort();
+    unsigned char *mag = cdc__malloc(n);
+    uint32_t *limb = cdc__malloc((n / 3 + 2) * sizeof *limb); /* base 10^9, little-endian */
     memcpy(mag, b, n);
     if (neg) { /* magnitude = two's complement negation */
         unsigned carry = 1;
@@ -320,8 +332,7 @@ static int decimal_text(const unsigned char *b, size_t n, long scale, cdc__buf *
         }
         i += g;
     }
-    char *digits = malloc(nl * 9 + 16);
-    if (!digits) abort();
+    char *digits = cdc__malloc(nl * 9 + 16);
     size_t nd = 0;
     if (nl == 0) {
         digits[nd++] = '0';
@@ -509,7 +520,7 @@ static int put_untyped(const dctx *c, const char *col, const cJSON *v, cdc__buf 
             int idx = CDC__COL_MICROTIMESTAMP - code;
             if (idx < 0 || idx > 3) return fail(c, col, "unknown declared column type %d", code);
             cJSON *fs = cJSON_CreateObject();
-            if (!fs || !cJSON_AddStringToObject(fs, "name", names[idx])) abort();
+            cJSON_AddStringToObject(fs, "name", names[idx]);
             int rc = put_typed(c, col, v, fs, out);
             cJSON_Delete(fs);
             return rc;
@@ -525,7 +536,6 @@ static int put_untyped(const dctx *c, const char *col, const cJSON *v, cdc__buf 
     if (is_varscale(v)) return put_varscale(c, col, v, out);
     if (cJSON_IsObject(v) || cJSON_IsArray(v)) {
         char *s = cJSON_PrintUnformatted(v);
-        if (!s) abort();
         cdc__buf_puts(out, s);
         free(s);
         return 0;
@@ -936,8 +946,7 @@ static int table_name(const dctx *c, const cJSON *src, char **out)
         return fail(c, NULL, "source.table is %s, not a string", json_kind(t));
     if (cJSON_IsString(s) && cJSON_IsString(t) && *s->valuestring && *t->valuestring) {
         size_t a = strlen(s->valuestring), b = strlen(t->valuestring);
-        char *p = malloc(a + b + 2);
-        if (!p) abort();
+        char *p = cdc__malloc(a + b + 2);
         memcpy(p, s->valuestring, a);
         p[a] = '.';
         memcpy(p + a + 1, t->valuestring, b + 1);
@@ -946,8 +955,7 @@ static int table_name(const dctx *c, const cJSON *src, char **out)
     }
     const char *topic = c->rec->topic;
     size_t n = topic ? strlen(topic) + 1 : 1;
-    char *p = malloc(n);
-    if (!p) abort();
+    char *p = cdc__malloc(n);
     if (topic && cdc__table_from_topic(topic, p, n) == 0) {
         *out = p;
         return 0;

@@ -216,8 +216,8 @@ static void batch_add(batch *b, const cdc_record_t *r, size_t topic_off, size_t 
 {
     if (b->n == b->cap) {
         b->cap = b->cap ? b->cap * 2 : 1024;
-        b->recs = realloc(b->recs, b->cap * sizeof *b->recs);
-        b->off = realloc(b->off, b->cap * 3 * sizeof *b->off);
+        b->recs = cdc__realloc(b->recs, b->cap * sizeof *b->recs);
+        b->off = cdc__realloc(b->off, b->cap * 3 * sizeof *b->off);
     }
     b->recs[b->n] = *r;
     b->off[b->n * 3] = topic_off;

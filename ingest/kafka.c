@@ -322,12 +322,9 @@ static kpart *part_find(cdc_kafka_t *k, const char *topic, int32_t partition, in
             return &k->parts[i];
         }
     if (!create) return NULL;
-    kpart *np = realloc(k->parts, (k->nparts + 1) * sizeof *np);
-    if (!np) return NULL;
-    k->parts = np;
+    k->parts = cdc__realloc(k->parts, (k->nparts + 1) * sizeof *k->parts);
     kpart *p = &k->parts[k->nparts];
-    p->topic = strdup(topic);
-    if (!p->topic) return NULL;
+    p->topic = cdc__strdup(topic);
     p->partition = partition;
     p->assigned = 0;
     p->run_next = -1;
@@ -368,7 +365,7 @@ static void on_change(void *opaque, const char *table, int64_t ts_ms)
         if (l < 0) l = 0; /* clocks of different hosts */
         if (k->nlat == k->lat_cap) {
             size_t nc = k->lat_cap ? k->lat_cap * 2 : 1024;
-            int64_t *nl = realloc(k->lat, nc * sizeof *nl);
+            int64_t *nl = cdc__realloc(k->lat, nc * sizeof *nl);
             if (nl) {
                 k->lat = nl;
                 k->lat_cap = nc;
@@ -458,12 +455,7 @@ static int flush(cdc_kafka_t *k, cdc_error_t *err)
 {
     if (!k->n) return 0;
     if (k->recs_cap < k->n) {
-        cdc_record_t *nr = realloc(k->recs, k->n * sizeof *nr);
-        if (!nr) {
-            drop_pending(k);
-            return cdc__err(err, CDC_ENOMEM, "out of memory for a batch of Kafka records");
-        }
-        k->recs = nr;
+        k->recs = cdc__realloc(k->recs, k->n * sizeof *k->recs);
         k->recs_cap = k->n;
     }
     for (size_t i = 0; i < k->n; i++) {
@@ -707,8 +699,7 @@ int cdc_kafka_open(cdc_store_t *st, const cdc_kafka_options_t *o, cdc_kafka_t **
         if (!o->topics[i] || !o->topics[i][0]) return cdc__err(err, CDC_EINVAL, "cdc_kafka_open: empty topic name");
     if (o->batch_max_ms < 0) return cdc__err(err, CDC_EINVAL, "cdc_kafka_open: negative batch_max_ms");
 
-    cdc_kafka_t *k = calloc(1, sizeof *k);
-    if (!k) return cdc__err(err, CDC_ENOMEM, "out of memory");
+    cdc_kafka_t *k = cdc__calloc(1, sizeof *k);
     k->st = st;
     k->batch_max = o->batch_max_events ? o->batch_max_events : DEFAULT_BATCH_EVENTS;
     k->batch_ms = o->batch_max_ms ? o->batch_max_ms : DEFAULT_BATCH_MS;
@@ -723,17 +714,10 @@ int cdc_kafka_open(cdc_store_t *st, const cdc_kafka_options_t *o, cdc_kafka_t **
     k->on_batch_opaque = o->on_batch_opaque;
     k->stats.lag = -1;
     k->stats.latency_p50_ms = k->stats.latency_p99_ms = k->stats.latency_max_ms = -1;
-    k->hist = calloc(H_BUCKETS, sizeof *k->hist);
-    k->topics = calloc(o->ntopics, sizeof *k->topics);
-    if (!k->hist || !k->topics) {
-        kafka_free(k);
-        return cdc__err(err, CDC_ENOMEM, "out of memory");
-    }
+    k->hist = cdc__calloc(H_BUCKETS, sizeof *k->hist);
+    k->topics = cdc__calloc(o->ntopics, sizeof *k->topics);
     for (k->ntopics = 0; k->ntopics < o->ntopics; k->ntopics++)
-        if (!(k->topics[k->ntopics] = strdup(o->topics[k->ntopics]))) {
-            kafka_free(k);
-            return cdc__err(err, CDC_ENOMEM, "out of memory");
-        }
+        k->topics[k->ntopics] = cdc__strdup(o->topics[k->ntopics]);
 
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     int rc = 0, set_reset = 0;
@@ -861,13 +845,7 @@ int cdc_kafka_run(cdc_kafka_t *k, cdc_error_t *err)
         throttle_reset(k);
         if (k->n == k->cap) {
             size_t nc = k->cap ? k->cap * 2 : 256;
-            rd_kafka_message_t **nm = realloc(k->msgs, nc * sizeof *nm);
-            if (!nm) {
-                rd_kafka_message_destroy(m);
-                rc = cdc__err(err, CDC_ENOMEM, "out of memory for a batch of Kafka records");
-                break;
-            }
-            k->msgs = nm;
+            k->msgs = cdc__realloc(k->msgs, nc * sizeof *k->msgs);
             k->cap = nc;
         }
         k->msgs[k->n++] = m;

@@ -320,11 +320,11 @@ int cdc__key_parts(const char *key, size_t len, cdc__keypart **parts, size_t *n)
     const unsigned char *p = (const unsigned char *)key, *end = p + len;
     size_t cap = 4;
     *n = 0;
-    *parts = calloc(cap, sizeof **parts);
+    *parts = cdc__calloc(cap, sizeof **parts);
     while (p < end) {
         if (*n == cap) {
             cap *= 2;
-            *parts = realloc(*parts, cap * sizeof **parts);
+            *parts = cdc__realloc(*parts, cap * sizeof **parts);
         }
         cdc__keypart *kp = &(*parts)[*n];
         memset(kp, 0, sizeof *kp);
@@ -390,7 +390,7 @@ static cdc__rh *scan_new_range(cdc__scan *s)
 {
     if (s->n == s->cap) {
         s->cap = s->cap ? s->cap * 2 : 64;
-        s->r = realloc(s->r, s->cap * sizeof *s->r);
+        s->r = cdc__realloc(s->r, s->cap * sizeof *s->r);
     }
     cdc__rh *r = &s->r[s->n++];
     memset(r, 0, sizeof *r);
@@ -430,7 +430,7 @@ int cdc__scan_run(cdc_store_t *st, cdc__scan *s, cdc_error_t *err)
         if (row.lsn > s->max_lsn) s->max_lsn = row.lsn;
         const size_t *lens = row.lens;
         if (s->trim && s->cols) {
-            tl = realloc(tl, (row.ncols + 1) * sizeof *tl);
+            tl = cdc__realloc(tl, (row.ncols + 1) * sizeof *tl);
             memcpy(tl, row.lens, row.ncols * sizeof *tl);
             for (size_t c = 0; c < s->ncols; c++)
                 if (s->trim[c]) tl[s->cols[c]] = cdc__numeric_trim(row.values[s->cols[c]], tl[s->cols[c]]);
@@ -516,7 +516,7 @@ int cdc_hash_ranges(cdc_store_t *st, const char *table, const cdc_hash_options_t
         cdc__scan_free(&s);
         return rc;
     }
-    cdc_range_hash_t *r = calloc(s.n ? s.n : 1, sizeof *r);
+    cdc_range_hash_t *r = cdc__calloc(s.n ? s.n : 1, sizeof *r);
     cdc__buf j = {0};
     for (size_t i = 0; i < s.n; i++) {
         r[i].index = s.r[i].bucket;
@@ -528,18 +528,18 @@ int cdc_hash_ranges(cdc_store_t *st, const char *table, const cdc_hash_options_t
             if (lo >= INT64_MIN) {
                 cdc__buf_reset(&j);
                 cdc__buf_printf(&j, "[%lld]", (long long)lo);
-                r[i].lower_json = strdup(j.p);
+                r[i].lower_json = cdc__strdup(j.p);
             }
             if (hi <= INT64_MAX) {
                 cdc__buf_reset(&j);
                 cdc__buf_printf(&j, "[%lld]", (long long)hi);
-                r[i].upper_json = strdup(j.p);
+                r[i].upper_json = cdc__strdup(j.p);
             }
         } else {
             if (s.r[i].lower.len && !cdc__key_json_array(s.r[i].lower.p, s.r[i].lower.len, &j))
-                r[i].lower_json = strdup(j.p);
+                r[i].lower_json = cdc__strdup(j.p);
             if (i + 1 < s.n && !cdc__key_json_array(s.r[i + 1].lower.p, s.r[i + 1].lower.len, &j))
-                r[i].upper_json = strdup(j.p);
+                r[i].upper_json = cdc__strdup(j.p);
         }
     }
     cdc__buf_free(&j);
@@ -588,7 +588,7 @@ void cdc__sql_table(cdc__buf *b, const char *table)
         cdc__sql_ident(b, table);
         return;
     }
-    char *schema = strndup(table, (size_t)(dot - table));
+    char *schema = cdc__strndup(table, (size_t)(dot - table));
     cdc__sql_ident(b, schema);
     free(schema);
     cdc__buf_putc(b, '.');
@@ -843,7 +843,7 @@ int cdc_hash_sql(cdc_store_t *st, const char *table, const char *source_table,
     size_t np = 0;
     char **knames = NULL;
     cdc__srckey *keys = NULL;
-    cdc__srccol *cols = calloc(ncols ? ncols : 1, sizeof *cols);
+    cdc__srccol *cols = cdc__calloc(ncols ? ncols : 1, sizeof *cols);
     cdc__buf b = {0}, *bounds = NULL;
     size_t nb = 0;
     cdc_range_hash_t *ranges = NULL;
@@ -852,12 +852,12 @@ int cdc_hash_sql(cdc_store_t *st, const char *table, const char *source_table,
         rc = cdc__err(err, rc, "table %s: a stored key does not decode", table);
         goto done;
     }
-    knames = calloc(np, sizeof *knames);
+    knames = cdc__calloc(np, sizeof *knames);
     if ((rc = cdc__json_object_keys(row.key_json, knames, np))) {
         rc = cdc__err(err, CDC_ECORRUPT, "table %s: key %s: cannot read the column names", table, row.key_json);
         goto done;
     }
-    keys = calloc(np, sizeof *keys);
+    keys = cdc__calloc(np, sizeof *keys);
     for (size_t i = 0; i < np; i++) {
         keys[i].name = knames[i];
         keys[i].kind = parts[i].type;
@@ -867,7 +867,7 @@ int cdc_hash_sql(cdc_store_t *st, const char *table, const char *source_table,
     if (!opts->range_width && opts->ranges > 1) {
         /* The bounds are the lower keys of the replica's quantile ranges. */
         if ((rc = cdc_hash_ranges(st, table, opts, &ranges, &nr, err))) goto done;
-        bounds = calloc(nr ? nr : 1, sizeof *bounds);
+        bounds = cdc__calloc(nr ? nr : 1, sizeof *bounds);
         for (size_t i = 1; i < nr; i++) {
             if ((rc = cdc__decode_key_json(ranges[i].lower_json, NULL, 0, &bounds[nb], err))) goto done;
             nb++;
@@ -991,7 +991,7 @@ int cdc__json_object_keys(const char *json, char **names, size_t n)
         cdc__buf_reset(&s);
         if (json_read_string(&p, &s)) break;
         cdc__buf_putc(&s, 0);
-        names[i++] = strdup(s.p);
+        names[i++] = cdc__strdup(s.p);
         while (*p == ' ' || *p == ':') p++;
         if (*p == '"') {
             cdc__buf_reset(&s);

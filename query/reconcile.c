@@ -174,7 +174,7 @@ static void describe_source(ctx *x, const char *conninfo)
             if (!o->val || !o->val[0]) continue;
             if (!strcmp(o->keyword, "password")) {
                 free(x->password);
-                x->password = strdup(o->val);
+                x->password = cdc__strdup(o->val);
                 continue;
             }
             if (strcmp(o->keyword, "host") && strcmp(o->keyword, "hostaddr") && strcmp(o->keyword, "port") &&
@@ -293,10 +293,10 @@ static int describe_tables(ctx *x)
     size_t rn;
     if ((rc = cdc_store_columns(x->st, x->table, &rnames, &rn, x->err))) goto done;
     int ns = PQntuples(cols);
-    x->rcols = calloc(rn + 1, sizeof *x->rcols);
-    x->scols = calloc(rn + 1, sizeof *x->scols);
-    x->names = calloc(rn + 1, sizeof *x->names);
-    x->trim = calloc(rn + 1, 1);
+    x->rcols = cdc__calloc(rn + 1, sizeof *x->rcols);
+    x->scols = cdc__calloc(rn + 1, sizeof *x->scols);
+    x->names = cdc__calloc(rn + 1, sizeof *x->names);
+    x->trim = cdc__calloc(rn + 1, 1);
     /* Compared: replica columns found at the source, in replica order. */
     for (size_t i = 0; i < rn; i++) {
         int found = -1;
@@ -309,9 +309,9 @@ static int describe_tables(ctx *x)
             continue;
         }
         x->rcols[x->ncmp] = i;
-        x->names[x->ncmp] = strdup(rnames[i]);
+        x->names[x->ncmp] = cdc__strdup(rnames[i]);
         x->scols[x->ncmp].name = x->names[x->ncmp];
-        x->scols[x->ncmp].type = strdup(PQgetvalue(cols, found, 1));
+        x->scols[x->ncmp].type = cdc__strdup(PQgetvalue(cols, found, 1));
         x->trim[x->ncmp] = !strcmp(x->scols[x->ncmp].type, "numeric");
         x->ncmp++;
     }
@@ -329,9 +329,9 @@ static int describe_tables(ctx *x)
         rc = cdc__err(x->err, CDC_ESOURCE, "source %s: table %s has no primary key", x->who, src);
         goto done;
     }
-    x->keys = calloc(x->nkey, sizeof *x->keys);
-    x->keyidx = calloc(x->nkey, sizeof *x->keyidx);
-    x->keynames = calloc(x->nkey, sizeof *x->keynames);
+    x->keys = cdc__calloc(x->nkey, sizeof *x->keys);
+    x->keyidx = cdc__calloc(x->nkey, sizeof *x->keyidx);
+    x->keynames = cdc__calloc(x->nkey, sizeof *x->keynames);
     for (size_t k = 0; k < x->nkey; k++) {
         const char *kn = PQgetvalue(pk, (int)k, 0);
         size_t i = 0;
@@ -342,7 +342,7 @@ static int describe_tables(ctx *x)
             goto done;
         }
         x->keyidx[k] = i;
-        x->keynames[k] = strdup(kn);
+        x->keynames[k] = cdc__strdup(kn);
         x->keys[k].name = x->keynames[k];
         for (int j = 0; j < ns; j++) {
             if (strcmp(kn, PQgetvalue(cols, j, 0))) continue;
@@ -428,7 +428,7 @@ static int recv_hashes(ctx *x, srch **out, size_t *n)
         return rc;
     }
     *n = (size_t)PQntuples(last);
-    *out = calloc(*n + 1, sizeof **out);
+    *out = cdc__calloc(*n + 1, sizeof **out);
     for (size_t i = 0; i < *n; i++) {
         (*out)[i].bucket = strtoll(PQgetvalue(last, (int)i, 0), NULL, 10);
         (*out)[i].rows = strtoull(PQgetvalue(last, (int)i, 1), NULL, 10);
@@ -454,11 +454,11 @@ static void side_set(side *s, size_t n, const char *const *v, const size_t *l, u
     side_free(s, n);
     s->present = 1;
     s->lsn = lsn;
-    s->v = calloc(n + 1, sizeof *s->v);
-    s->l = calloc(n + 1, sizeof *s->l);
+    s->v = cdc__calloc(n + 1, sizeof *s->v);
+    s->l = cdc__calloc(n + 1, sizeof *s->l);
     for (size_t i = 0; i < n; i++) {
         if (!v[i]) continue;
-        s->v[i] = malloc(l[i] + 1);
+        s->v[i] = cdc__malloc(l[i] + 1);
         memcpy(s->v[i], v[i], l[i]);
         s->v[i][l[i]] = 0;
         s->l[i] = l[i];
@@ -493,7 +493,7 @@ static cand *add_cand(ctx *x, const char *key, size_t kl)
 {
     if (x->nc == x->capc) {
         x->capc = x->capc ? x->capc * 2 : 16;
-        x->c = realloc(x->c, x->capc * sizeof *x->c);
+        x->c = cdc__realloc(x->c, x->capc * sizeof *x->c);
     }
     cand *c = &x->c[x->nc++];
     memset(c, 0, sizeof *c);
@@ -539,8 +539,8 @@ static int compare_rows(ctx *x, const cdc__buf *lo, const cdc__buf *hi)
     int rc = 0;
     cdc_iter_t *it = NULL;
     PGresult *r = NULL;
-    const char **sv = calloc(x->ncmp + 1, sizeof *sv), **rv = calloc(x->ncmp + 1, sizeof *rv);
-    size_t *sl = calloc(x->ncmp + 1, sizeof *sl), *rl = calloc(x->ncmp + 1, sizeof *rl);
+    const char **sv = cdc__calloc(x->ncmp + 1, sizeof *sv), **rv = cdc__calloc(x->ncmp + 1, sizeof *rv);
+    size_t *sl = cdc__calloc(x->ncmp + 1, sizeof *sl), *rl = cdc__calloc(x->ncmp + 1, sizeof *rl);
     cdc__buf_puts(&s, "DECLARE cdc_rows NO SCROLL CURSOR FOR SELECT ");
     cdc__buf_put(&s, x->collist.p, x->collist.len);
     cdc__buf_puts(&s, " FROM ");
@@ -741,13 +741,13 @@ static int drill(ctx *x, const krange *kr, int depth)
     size_t n = 0;
     cdc__buf *bounds = NULL;
     if (rc) goto done;
-    bounds = calloc(s.n + 1, sizeof *bounds);
+    bounds = cdc__calloc(s.n + 1, sizeof *bounds);
     for (size_t i = 1; i < s.n; i++) bounds[i - 1] = s.r[i].lower; /* borrowed */
     if (!(rc = send_hashes(x, &kr->lo, &kr->hi, 0, bounds, s.n ? s.n - 1 : 0)))
         rc = recv_hashes(x, &h, &n);
     if (rc) goto done;
     if (s.n == 0) { /* no replica rows in the range: one empty range */
-        cdc__rh *r = calloc(1, sizeof *r);
+        cdc__rh *r = cdc__calloc(1, sizeof *r);
         s.r = r;
         s.n = s.cap = 1;
     }
@@ -878,12 +878,12 @@ static int first_level(ctx *x)
                   (unsigned long long)stats.rows_live);
             if ((rc = cdc__scan_run(x->st, &sc, x->err))) goto done;
         }
-        bounds = calloc(sc.n + 1, sizeof *bounds);
+        bounds = cdc__calloc(sc.n + 1, sizeof *bounds);
         for (size_t i = 1; i < sc.n; i++) bounds[i - 1] = sc.r[i].lower; /* borrowed */
         if ((rc = send_hashes(x, NULL, NULL, 0, bounds, sc.n ? sc.n - 1 : 0))) goto done;
         if ((rc = recv_hashes(x, &h, &n))) goto done;
         if (sc.n == 0) {
-            sc.r = calloc(1, sizeof *sc.r);
+            sc.r = cdc__calloc(1, sizeof *sc.r);
             sc.n = sc.cap = 1;
         }
     }
@@ -931,8 +931,8 @@ static int read_replica(ctx *x, const cdc__buf *key, side *s, cdc__buf *kj)
         return rc;
     }
     if (row.deleted) return 0;
-    const char **v = calloc(x->ncmp + 1, sizeof *v);
-    size_t *l = calloc(x->ncmp + 1, sizeof *l);
+    const char **v = cdc__calloc(x->ncmp + 1, sizeof *v);
+    size_t *l = cdc__calloc(x->ncmp + 1, sizeof *l);
     for (size_t c = 0; c < x->ncmp; c++) {
         v[c] = row.values[x->rcols[c]];
         l[c] = row.lens[x->rcols[c]];
@@ -981,8 +981,8 @@ static int read_source(ctx *x, cand **cs, size_t n, side *out)
         rc = CDC_ESOURCE;
         goto done;
     }
-    const char **v = calloc(x->ncmp + 1, sizeof *v);
-    size_t *l = calloc(x->ncmp + 1, sizeof *l);
+    const char **v = cdc__calloc(x->ncmp + 1, sizeof *v);
+    size_t *l = cdc__calloc(x->ncmp + 1, sizeof *l);
     for (size_t i = 0; i < n; i++) side_free(&out[i], x->ncmp);
     for (int i = 0; i < PQntuples(r); i++) {
         if (source_key(x, r, i, &sk)) continue;
@@ -1060,9 +1060,9 @@ static int recheck(ctx *x)
     int rounds = x->o->rechecks > 0 ? x->o->rechecks : DEFAULT_RECHECKS;
     long wait = x->o->recheck_ms > 0 ? x->o->recheck_ms : DEFAULT_RECHECK_MS;
     size_t live = x->nc;
-    cand **cs = calloc(x->nc + 1, sizeof *cs);
+    cand **cs = cdc__calloc(x->nc + 1, sizeof *cs);
     for (size_t i = 0; i < x->nc; i++) cs[i] = &x->c[i];
-    side *rep = calloc(x->nc + 1, sizeof *rep), *src = calloc(x->nc + 1, sizeof *src);
+    side *rep = cdc__calloc(x->nc + 1, sizeof *rep), *src = cdc__calloc(x->nc + 1, sizeof *src);
     cdc__buf kj = {0};
     int rc = 0;
     for (int round = 1; round <= rounds && live && !rc; round++, wait *= 2) {

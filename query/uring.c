@@ -95,8 +95,7 @@ static int reap(cdc__writer *w, int wait)
 
 int cdc__writer_open(int fd, size_t nbufs, size_t bufsize, cdc__writer **out)
 {
-    cdc__writer *w = calloc(1, sizeof *w);
-    if (!w) return -ENOMEM;
+    cdc__writer *w = cdc__calloc(1, sizeof *w);
     w->fd = fd;
     w->nbufs = nbufs ? nbufs : DEFAULT_NBUFS;
     w->bufsize = bufsize ? bufsize : DEFAULT_BUFSIZE;
@@ -113,13 +112,8 @@ int cdc__writer_open(int fd, size_t nbufs, size_t bufsize, cdc__writer **out)
         }
     }
     if (!w->uring) w->nbufs = 1;
-    w->bufs = calloc(w->nbufs, sizeof *w->bufs);
-    for (size_t i = 0; w->bufs && i < w->nbufs; i++)
-        if (!(w->bufs[i].p = malloc(w->bufsize))) break;
-    if (!w->bufs || !w->bufs[w->nbufs - 1].p) {
-        cdc__writer_close(w);
-        return -ENOMEM;
-    }
+    w->bufs = cdc__calloc(w->nbufs, sizeof *w->bufs);
+    for (size_t i = 0; i < w->nbufs; i++) w->bufs[i].p = cdc__malloc(w->bufsize);
     *out = w;
     return 0;
 }

@@ -120,7 +120,7 @@ static void *decode_range(void *arg)
             snprintf(b, sizeof b, "record of %zu bytes exceeds the limit of %zu bytes",
                      r->value_len + r->key_len, j->max_bytes);
             s->status = -1;
-            s->reason = strdup(b);
+            s->reason = cdc__strdup(b);
             continue;
         }
         e.msg[0] = 0;
@@ -129,7 +129,7 @@ static void *decode_range(void *arg)
         else if (rc == 0) s->status = 0;
         else {
             s->status = -1;
-            s->reason = strdup(e.msg[0] ? e.msg : "record does not decode");
+            s->reason = cdc__strdup(e.msg[0] ? e.msg : "record does not decode");
         }
     }
     return NULL;
@@ -167,7 +167,7 @@ static void add_epoch(cdc__table *t, uint64_t c)
     size_t i = t->nepochs;
     for (size_t k = 0; k < t->nepochs; k++)
         if (t->epochs[k] == c) return;
-    t->epochs = realloc(t->epochs, (t->nepochs + 1) * sizeof *t->epochs);
+    t->epochs = cdc__realloc(t->epochs, (t->nepochs + 1) * sizeof *t->epochs);
     while (i > 0 && t->epochs[i - 1] > c) {
         t->epochs[i] = t->epochs[i - 1];
         i--;
@@ -249,7 +249,7 @@ static void fold_grow(fold *f, size_t n)
         }
         return;
     }
-    f->cols = realloc(f->cols, n * sizeof *f->cols);
+    f->cols = cdc__realloc(f->cols, n * sizeof *f->cols);
     memset(f->cols + f->ncols, 0, (n - f->ncols) * sizeof *f->cols);
     f->cap = f->ncols = n;
 }
@@ -381,7 +381,7 @@ static void pos_note(pos_upd **pu, size_t *npu, const cdc_record_t *r)
             if (r->offset > (*pu)[i].offset) (*pu)[i].offset = r->offset;
             return;
         }
-    *pu = realloc(*pu, (*npu + 1) * sizeof **pu);
+    *pu = cdc__realloc(*pu, (*npu + 1) * sizeof **pu);
     (*pu)[(*npu)++] = (pos_upd){topic, r->partition, r->offset};
 }
 
@@ -404,7 +404,7 @@ cdc__decoded *cdc__decode_batch(cdc_store_t *st, const cdc_record_t *recs, size_
                                 const cdc_apply_options_t *opts, int threads)
 {
     size_t max_bytes = opts && opts->max_record_bytes ? opts->max_record_bytes : (16u << 20);
-    rec_state *rs = calloc(n ? n : 1, sizeof *rs);
+    rec_state *rs = cdc__calloc(n ? n : 1, sizeof *rs);
     decode_job jobs[2] = {{st, recs, rs, 0, n, max_bytes}, {st, recs, rs, n, n, max_bytes}};
     pthread_t th;
     int threaded = 0;
@@ -478,10 +478,10 @@ int cdc__apply_decoded(cdc_store_t *st, const cdc_record_t *recs, size_t n, cdc_
     size_t npu = 0;
     size_t ngroups = 0, hcap = 16;
     while (hcap < 2 * n) hcap <<= 1;
-    group *groups = calloc(n, sizeof *groups);
-    int *htab = malloc(hcap * sizeof *htab);
+    group *groups = cdc__calloc(n, sizeof *groups);
+    int *htab = cdc__malloc(hcap * sizeof *htab);
     memset(htab, 0xff, hcap * sizeof *htab);
-    int *last_in_group = calloc(n, sizeof *last_in_group);
+    int *last_in_group = cdc__calloc(n, sizeof *last_in_group);
     cdc__table **floored = NULL;
     size_t nfloored = 0;
     cdc__version *old_floor = NULL;
@@ -495,7 +495,7 @@ int cdc__apply_decoded(cdc_store_t *st, const cdc_record_t *recs, size_t n, cdc_
             if ((rc = cdc__table_get(st, s->ev.table, 1, &s->t, err))) goto out;
             if (s->ev.snapshot == CDC__SNAP_INCREMENTAL) {
                 s->status = -1;
-                s->reason = strdup("incremental snapshot reads carry no LSN; cdcstore does not order them yet");
+                s->reason = cdc__strdup("incremental snapshot reads carry no LSN; cdcstore does not order them yet");
             }
         }
         if (s->status == -1) {
@@ -544,9 +544,9 @@ int cdc__apply_decoded(cdc_store_t *st, const cdc_record_t *recs, size_t n, cdc_
             const char *p = ev->keycols.p, *end = p + ev->keycols.len;
             uint64_t nk, l;
             if (!cdc__get_varint(&p, end, &nk) && nk < 1000) {
-                t->keycols = calloc(nk ? nk : 1, sizeof *t->keycols);
+                t->keycols = cdc__calloc(nk ? nk : 1, sizeof *t->keycols);
                 for (uint64_t k = 0; k < nk && !cdc__get_varint(&p, end, &l) && (uint64_t)(end - p) >= l; k++) {
-                    t->keycols[t->nkey++] = strndup(p, l);
+                    t->keycols[t->nkey++] = cdc__strndup(p, l);
                     p += l;
                 }
                 t->meta_dirty = 1;
@@ -559,8 +559,8 @@ int cdc__apply_decoded(cdc_store_t *st, const cdc_record_t *recs, size_t n, cdc_
             add_epoch(t, c);
             if (r->offset >= 0) {
                 if (mark_at(st, topic, r->partition, r->offset) < c) {
-                    st->marks = realloc(st->marks, (st->nmarks + 1) * sizeof *st->marks);
-                    st->marks[st->nmarks++] = (cdc__mark){strdup(topic), r->partition, r->offset, c};
+                    st->marks = cdc__realloc(st->marks, (st->nmarks + 1) * sizeof *st->marks);
+                    st->marks[st->nmarks++] = (cdc__mark){cdc__strdup(topic), r->partition, r->offset, c};
                     cdc__buf k = {0}, v = {0};
                     cdc__meta_key_mark(&k, topic, r->partition, r->offset);
                     cdc__buf_put_varint(&v, c);
@@ -591,8 +591,8 @@ int cdc__apply_decoded(cdc_store_t *st, const cdc_record_t *recs, size_t n, cdc_
             size_t k;
             for (k = 0; k < nfloored && floored[k] != t; k++) {}
             if (k == nfloored) {
-                floored = realloc(floored, (nfloored + 1) * sizeof *floored);
-                old_floor = realloc(old_floor, (nfloored + 1) * sizeof *old_floor);
+                floored = cdc__realloc(floored, (nfloored + 1) * sizeof *floored);
+                old_floor = cdc__realloc(old_floor, (nfloored + 1) * sizeof *old_floor);
                 floored[nfloored] = t;
                 old_floor[nfloored] = t->floor_set ? t->floor : (cdc__version){0, 0, 0};
                 nfloored++;
@@ -661,12 +661,12 @@ int cdc__apply_decoded(cdc_store_t *st, const cdc_record_t *recs, size_t n, cdc_
     /* Read the stored versions of every key of the batch, in key order (the
      * grouping table is not used past this point). */
     qsort(groups, ngroups, sizeof *groups, group_cmp);
-    const char **keys = malloc((ngroups + 1) * sizeof *keys);
-    size_t *klens = malloc((ngroups + 1) * sizeof *klens);
-    const rocksdb_column_family_handle_t **cfs = malloc((ngroups + 1) * sizeof *cfs);
-    char **vals = calloc(ngroups + 1, sizeof *vals);
-    size_t *vlens = calloc(ngroups + 1, sizeof *vlens);
-    char **errs = calloc(ngroups + 1, sizeof *errs);
+    const char **keys = cdc__malloc((ngroups + 1) * sizeof *keys);
+    size_t *klens = cdc__malloc((ngroups + 1) * sizeof *klens);
+    const rocksdb_column_family_handle_t **cfs = cdc__malloc((ngroups + 1) * sizeof *cfs);
+    char **vals = cdc__calloc(ngroups + 1, sizeof *vals);
+    size_t *vlens = cdc__calloc(ngroups + 1, sizeof *vlens);
+    char **errs = cdc__calloc(ngroups + 1, sizeof *errs);
     for (size_t g = 0; g < ngroups; g++) {
         keys[g] = groups[g].key;
         klens[g] = groups[g].key_len;
@@ -678,7 +678,7 @@ int cdc__apply_decoded(cdc_store_t *st, const cdc_record_t *recs, size_t n, cdc_
     /* Fold each key's events in version order from the stored state. */
     fold f = {0};
     cdc__buf out = {0}, rowbuf = {0};
-    int *order = malloc((n + 1) * sizeof *order);
+    int *order = cdc__malloc((n + 1) * sizeof *order);
     for (size_t g = 0; g < ngroups && rc == 0; g++) {
         group *gr = &groups[g];
         cdc__table *t = gr->t;
@@ -863,8 +863,8 @@ int cdc__apply_decoded(cdc_store_t *st, const cdc_record_t *recs, size_t n, cdc_
             }
         if (pu[i].offset <= cur) continue;
         if (k == st->npos) {
-            st->pos = realloc(st->pos, (st->npos + 1) * sizeof *st->pos);
-            st->pos[st->npos++] = (cdc__pos){strdup(pu[i].topic), pu[i].partition, pu[i].offset};
+            st->pos = cdc__realloc(st->pos, (st->npos + 1) * sizeof *st->pos);
+            st->pos[st->npos++] = (cdc__pos){cdc__strdup(pu[i].topic), pu[i].partition, pu[i].offset};
         } else {
             st->pos[k].offset = pu[i].offset;
         }

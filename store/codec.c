@@ -80,9 +80,7 @@ void cdc__buf_reserve(cdc__buf *b, size_t extra)
     if (b->len + extra <= b->cap) return;
     size_t cap = b->cap ? b->cap : 64;
     while (cap < b->len + extra) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) abort(); /* out of memory: nothing sensible remains to do */
-    b->p = p;
+    b->p = cdc__realloc(b->p, cap);
     b->cap = cap;
 }
 

@@ -15,6 +15,21 @@
 
 #define CDC__UNUSED(x) ((void)(x))
 
+/* ---- Memory ---- */
+
+/* The library's one allocation policy (include/cdcstore.h, "Memory"): every
+ * allocation goes through these wrappers, which abort with a message on
+ * stderr when memory is exhausted, as Redis's zmalloc does.  A replica
+ * cannot make progress without memory, a half-applied batch is never
+ * committed (the batch is one atomic write), and a checked-and-returned
+ * ENOMEM on each of hundreds of small allocations would be a path no test
+ * runs.  So no caller checks the result, and none may call malloc itself. */
+void *cdc__malloc(size_t n) __attribute__((malloc, returns_nonnull));
+void *cdc__calloc(size_t n, size_t size) __attribute__((malloc, returns_nonnull));
+void *cdc__realloc(void *p, size_t n) __attribute__((returns_nonnull));
+char *cdc__strdup(const char *s) __attribute__((malloc, returns_nonnull));
+char *cdc__strndup(const char *s, size_t n) __attribute__((malloc, returns_nonnull));
+
 /* ---- Errors ---- */
 
 /* Fills err (when not NULL) and returns code. */

@@ -54,7 +54,7 @@ static char *get_str(const char **p, const char *end)
 {
     uint64_t n;
     if (cdc__get_varint(p, end, &n) || (uint64_t)(end - *p) < n) return NULL;
-    char *s = malloc(n + 1);
+    char *s = cdc__malloc(n + 1);
     memcpy(s, *p, n);
     s[n] = 0;
     *p += n;
@@ -121,13 +121,13 @@ static int table_meta_decode(cdc__table *t, const char *p, size_t len)
         free(s);
     }
     if (cdc__get_varint(&p, end, &n) || n > 1000) return CDC_ECORRUPT;
-    t->keycols = calloc(n ? n : 1, sizeof *t->keycols);
+    t->keycols = cdc__calloc(n ? n : 1, sizeof *t->keycols);
     for (uint64_t i = 0; i < n; i++) {
         if (!(t->keycols[i] = get_str(&p, end))) return CDC_ECORRUPT;
         t->nkey++;
     }
     if (cdc__get_varint(&p, end, &n) || n > 1000000) return CDC_ECORRUPT;
-    t->epochs = calloc(n ? n : 1, sizeof *t->epochs);
+    t->epochs = cdc__calloc(n ? n : 1, sizeof *t->epochs);
     for (uint64_t i = 0; i < n; i++) {
         if (cdc__get_varint(&p, end, &t->epochs[i])) return CDC_ECORRUPT;
         t->nepochs++;
@@ -154,18 +154,18 @@ size_t cdc__table_col(cdc__table *t, const char *name, size_t len)
         if (strlen(t->cols[i]) == len && memcmp(t->cols[i], name, len) == 0) return i;
     if (t->ncols == t->capcols) {
         t->capcols = t->capcols ? t->capcols * 2 : 16;
-        t->cols = realloc(t->cols, t->capcols * sizeof *t->cols);
+        t->cols = cdc__realloc(t->cols, t->capcols * sizeof *t->cols);
     }
-    t->cols[t->ncols] = strndup(name, len);
+    t->cols[t->ncols] = cdc__strndup(name, len);
     t->meta_dirty = 1;
     return t->ncols++;
 }
 
 static cdc__table *table_new(cdc_store_t *st, const char *name)
 {
-    cdc__table *t = calloc(1, sizeof *t);
-    t->name = strdup(name);
-    st->tables = realloc(st->tables, (st->ntables + 1) * sizeof *st->tables);
+    cdc__table *t = cdc__calloc(1, sizeof *t);
+    t->name = cdc__strdup(name);
+    st->tables = cdc__realloc(st->tables, (st->ntables + 1) * sizeof *st->tables);
     st->tables[st->ntables++] = t;
     return t;
 }
@@ -277,27 +277,27 @@ static int load_meta(cdc_store_t *st, cdc_error_t *err)
             if (!z || (size_t)(k + kl - z) < 5) continue;
             const unsigned char *q = (const unsigned char *)z + 1;
             int32_t part = (int32_t)((uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3]);
-            char *topic = strndup(k + 2, (size_t)(z - (k + 2)));
+            char *topic = cdc__strndup(k + 2, (size_t)(z - (k + 2)));
             uint64_t x;
             if (k[0] == 'P') {
                 if (cdc__get_varint(&p, end, &x)) { free(topic); continue; }
-                st->pos = realloc(st->pos, (st->npos + 1) * sizeof *st->pos);
+                st->pos = cdc__realloc(st->pos, (st->npos + 1) * sizeof *st->pos);
                 st->pos[st->npos++] = (cdc__pos){topic, part, (int64_t)x - 1};
             } else {
                 if ((size_t)(k + kl - z) < 13 || cdc__get_varint(&p, end, &x)) { free(topic); continue; }
                 uint64_t off = 0;
                 for (int i = 4; i < 12; i++) off = off << 8 | q[i];
-                st->marks = realloc(st->marks, (st->nmarks + 1) * sizeof *st->marks);
+                st->marks = cdc__realloc(st->marks, (st->nmarks + 1) * sizeof *st->marks);
                 st->marks[st->nmarks++] = (cdc__mark){topic, part, (int64_t)off, x};
             }
         } else if (k[0] == 'D') {
             const char *z = memchr(k + 2, 0, kl - 2);
             uint64_t x;
             if (!z || cdc__get_varint(&p, end, &x)) continue;
-            st->scales = realloc(st->scales, (st->nscales + 1) * sizeof *st->scales);
+            st->scales = cdc__realloc(st->scales, (st->nscales + 1) * sizeof *st->scales);
             int code = (int)(int64_t)((x >> 1) ^ (~(x & 1) + 1)); /* zigzag */
-            st->scales[st->nscales++] = (cdc__scale){strndup(k + 2, (size_t)(z - (k + 2))),
-                                                      strndup(z + 1, (size_t)(k + kl - z - 1)), code};
+            st->scales[st->nscales++] = (cdc__scale){cdc__strndup(k + 2, (size_t)(z - (k + 2))),
+                                                      cdc__strndup(z + 1, (size_t)(k + kl - z - 1)), code};
         }
     }
     rocksdb_iter_destroy(it);
@@ -317,8 +317,8 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
         if (mkdir(dir, 0755) != 0 && errno != EEXIST)
             return cdc__err(err, -errno, "%s: cannot create: %s", dir, strerror(errno));
     }
-    cdc_store_t *st = calloc(1, sizeof *st);
-    st->dir = strdup(dir);
+    cdc_store_t *st = cdc__calloc(1, sizeof *st);
+    st->dir = cdc__strdup(dir);
     st->log = o->log;
     st->log_opaque = o->log_opaque;
     st->read_only = o->read_only;
@@ -360,14 +360,14 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
     }
     const char *fixed[] = {"default", "meta", "dlq"};
     size_t total = 3;
-    const char **cfn = calloc(ncf + 3, sizeof *cfn);
+    const char **cfn = cdc__calloc(ncf + 3, sizeof *cfn);
     for (size_t i = 0; i < 3; i++) cfn[i] = fixed[i];
     for (size_t i = 0; i < ncf; i++)
         if (strcmp(names[i], "default") && strcmp(names[i], "meta") && strcmp(names[i], "dlq"))
             cfn[total++] = names[i];
-    const rocksdb_options_t **cfo = calloc(total, sizeof *cfo);
+    const rocksdb_options_t **cfo = cdc__calloc(total, sizeof *cfo);
     for (size_t i = 0; i < total; i++) cfo[i] = st->opts;
-    rocksdb_column_family_handle_t **h = calloc(total, sizeof *h);
+    rocksdb_column_family_handle_t **h = cdc__calloc(total, sizeof *h);
     if (o->read_only)
         st->db = rocksdb_open_for_read_only_column_families(st->opts, dir, (int)total, cfn, cfo, h, 0, &e);
     else
@@ -494,8 +494,8 @@ static int set_column_code(cdc_store_t *st, const char *table, const char *colum
             st->scales[i].scale = code;
             return 0;
         }
-    st->scales = realloc(st->scales, (st->nscales + 1) * sizeof *st->scales);
-    st->scales[st->nscales++] = (cdc__scale){strdup(table), strdup(column), code};
+    st->scales = cdc__realloc(st->scales, (st->nscales + 1) * sizeof *st->scales);
+    st->scales[st->nscales++] = (cdc__scale){cdc__strdup(table), cdc__strdup(column), code};
     return 0;
 }
 
@@ -613,10 +613,10 @@ int cdc_store_columns(cdc_store_t *st, const char *table, const char *const **na
 int cdc_store_tables(cdc_store_t *st, char ***names, size_t *n, cdc_error_t *err)
 {
     CDC__UNUSED(err);
-    *names = calloc(st->ntables + 1, sizeof **names);
+    *names = cdc__calloc(st->ntables + 1, sizeof **names);
     *n = 0;
     for (size_t i = 0; i < st->ntables; i++)
-        if (st->tables[i]->name[0]) (*names)[(*n)++] = strdup(st->tables[i]->name);
+        if (st->tables[i]->name[0]) (*names)[(*n)++] = cdc__strdup(st->tables[i]->name);
     return 0;
 }
 
@@ -662,8 +662,8 @@ int cdc_store_get(cdc_store_t *st, const char *table, const char *key_json, cdc_
     rocksdb_free(v);
     if (st->getcap < t->ncols) {
         st->getcap = t->ncols;
-        st->getvals = realloc(st->getvals, st->getcap * sizeof *st->getvals);
-        st->getlens = realloc(st->getlens, st->getcap * sizeof *st->getlens);
+        st->getvals = cdc__realloc(st->getvals, st->getcap * sizeof *st->getvals);
+        st->getlens = cdc__realloc(st->getlens, st->getcap * sizeof *st->getlens);
     }
     rc = fill_row(t, st->getkey.p, st->getkey.len, st->getval.p, st->getval.len, &st->getkj,
                   st->getvals, st->getlens, row);
@@ -693,7 +693,7 @@ int cdc_iter_open(cdc_store_t *st, const char *table, const cdc_iter_options_t *
     int rc = cdc__table_get(st, table, 0, &t, err);
     if (rc) return rc;
     if (!t->cf) return cdc__err(err, CDC_ENOTFOUND, "table %s: not in the replica", table);
-    cdc_iter_t *it = calloc(1, sizeof *it);
+    cdc_iter_t *it = cdc__calloc(1, sizeof *it);
     it->st = st;
     it->t = t;
     if (o && o->lower_json && (rc = parse_key(st, t, o->lower_json, &it->lower, err))) goto fail;
@@ -705,8 +705,8 @@ int cdc_iter_open(cdc_store_t *st, const char *table, const cdc_iter_options_t *
     rocksdb_readoptions_set_fill_cache(it->ro, 0);
     if (it->upper.len) rocksdb_readoptions_set_iterate_upper_bound(it->ro, it->upper.p, it->upper.len);
     it->it = rocksdb_create_iterator_cf(st->db, it->ro, t->cf);
-    it->vals = calloc(t->ncols + 1, sizeof *it->vals);
-    it->lens = calloc(t->ncols + 1, sizeof *it->lens);
+    it->vals = cdc__calloc(t->ncols + 1, sizeof *it->vals);
+    it->lens = cdc__calloc(t->ncols + 1, sizeof *it->lens);
     *out = it;
     return 0;
 fail:
@@ -793,7 +793,7 @@ struct cdc_dlq_iter {
 int cdc_dlq_open(cdc_store_t *st, cdc_dlq_iter_t **out, cdc_error_t *err)
 {
     CDC__UNUSED(err);
-    cdc_dlq_iter_t *d = calloc(1, sizeof *d);
+    cdc_dlq_iter_t *d = cdc__calloc(1, sizeof *d);
     d->it = rocksdb_create_iterator_cf(st->db, st->ro, st->dlq_cf);
     *out = d;
     return 0;
