@@ -22,16 +22,6 @@ enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_DEAD = 3, EXIT_STOPPED = 
 int cli_log_json = 0;
 int cli_log_level = CDC_LOG_INFO;
 
-static void json_escape(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-}
-
 void cli_log(void *opaque, int level, const char *facility, const char *msg)
 {
     (void)opaque;
@@ -39,10 +29,10 @@ void cli_log(void *opaque, int level, const char *facility, const char *msg)
     const char *lv = level <= CDC_LOG_ERROR ? "error" : level == CDC_LOG_WARN ? "warn"
                      : level == CDC_LOG_INFO ? "info" : "debug";
     if (cli_log_json) {
-        fprintf(stderr, "{\"ts\":%lld,\"level\":\"%s\",\"facility\":\"%s\",\"msg\":\"", (long long)time(NULL), lv,
+        fprintf(stderr, "{\"ts\":%lld,\"level\":\"%s\",\"facility\":\"%s\",\"msg\":", (long long)time(NULL), lv,
                 facility);
-        json_escape(stderr, msg);
-        fputs("\"}\n", stderr);
+        cdc_json_write_string(stderr, msg, strlen(msg));
+        fputs("}\n", stderr);
     } else {
         fprintf(stderr, "cdcstore: %s: %s: %s\n", lv, facility, msg);
     }
@@ -379,17 +369,11 @@ static int cmd_get(int argc, char **argv)
            row.key_json, row.deleted ? "true" : "false", row.from_snapshot ? "true" : "false",
            (unsigned long long)row.epoch, row.kind, (unsigned long long)row.lsn, (long long)row.ts_ms);
     for (size_t i = 0; i < row.ncols; i++) {
-        printf("%s\"", i ? "," : "");
-        json_escape(stdout, row.names[i]);
-        printf("\":");
+        fputs(i ? "," : "", stdout);
+        cdc_json_write_string(stdout, row.names[i], strlen(row.names[i]));
+        putchar(':');
         if (!row.values[i]) printf("null");
-        else {
-            char *v = strndup(row.values[i], row.lens[i]);
-            putchar('"');
-            json_escape(stdout, v);
-            putchar('"');
-            free(v);
-        }
+        else cdc_json_write_string(stdout, row.values[i], row.lens[i]);
     }
     printf("}}\n");
     cdc_store_close(st);
@@ -495,15 +479,15 @@ static int cmd_dlq(int argc, char **argv)
     while (!rc && (rc = cdc_dlq_next(it, &dl, &e)) == 1) {
         char *rec = strndup(dl.record, dl.record_len);
         if (json) {
-            printf("{\"id\":%llu,\"reason\":\"", (unsigned long long)dl.id);
-            json_escape(stdout, dl.reason);
-            printf("\",\"topic\":\"");
-            json_escape(stdout, dl.topic);
-            printf("\",\"partition\":%d,\"offset\":%lld,\"source\":\"", (int)dl.partition, (long long)dl.offset);
-            json_escape(stdout, dl.source);
-            printf("\",\"line\":%lld,\"record\":\"", (long long)dl.line);
-            json_escape(stdout, rec);
-            printf("\"}\n");
+            printf("{\"id\":%llu,\"reason\":", (unsigned long long)dl.id);
+            cdc_json_write_string(stdout, dl.reason, strlen(dl.reason));
+            printf(",\"topic\":");
+            cdc_json_write_string(stdout, dl.topic, strlen(dl.topic));
+            printf(",\"partition\":%d,\"offset\":%lld,\"source\":", (int)dl.partition, (long long)dl.offset);
+            cdc_json_write_string(stdout, dl.source, strlen(dl.source));
+            printf(",\"line\":%lld,\"record\":", (long long)dl.line);
+            cdc_json_write_string(stdout, dl.record, dl.record_len);
+            printf("}\n");
         } else {
             printf("#%llu %s\n    record: %.200s%s\n", (unsigned long long)dl.id, dl.reason, rec,
                    dl.record_len > 200 ? "..." : "");

@@ -144,26 +144,11 @@ static void print_json_row(const cdc_diff_t *d, const char *const *v, const size
     }
     putchar('{');
     for (size_t i = 0; i < d->ncols; i++) {
-        printf("%s\"", i ? "," : "");
-        for (const char *p = d->names[i]; *p; p++) {
-            unsigned char c = (unsigned char)*p;
-            if (c == '"' || c == '\\') printf("\\%c", c);
-            else if (c < 0x20) printf("\\u%04x", c);
-            else putchar(c);
-        }
-        printf("\":");
-        if (!v[i]) {
-            fputs("null", stdout);
-            continue;
-        }
-        putchar('"');
-        for (size_t k = 0; k < l[i]; k++) {
-            unsigned char c = (unsigned char)v[i][k];
-            if (c == '"' || c == '\\') printf("\\%c", c);
-            else if (c < 0x20) printf("\\u%04x", c);
-            else putchar(c);
-        }
-        putchar('"');
+        fputs(i ? "," : "", stdout);
+        cdc_json_write_string(stdout, d->names[i], strlen(d->names[i]));
+        putchar(':');
+        if (!v[i]) fputs("null", stdout);
+        else cdc_json_write_string(stdout, v[i], l[i]);
     }
     putchar('}');
 }

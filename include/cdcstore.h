@@ -36,6 +36,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -77,6 +78,12 @@ typedef struct cdc_error {
 /* The name of an error code ("invalid argument", ...); never NULL.
  * Ownership: static string. Thread-safety: safe. */
 CDC_API const char *cdc_strerror(int code);
+
+/* Writes s (n bytes) to f as a JSON string literal, quotes included, with
+ * the escapes the library uses in all of its JSON output (", \\ and
+ * control characters).  Returns 0, or -errno when the write fails.
+ * Thread-safety: as safe as f. */
+CDC_API int cdc_json_write_string(FILE *f, const char *s, size_t n);
 
 /* ---- Logging ---- */
 

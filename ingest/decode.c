@@ -1070,64 +1070,6 @@ void cdc__event_free(cdc__event *ev)
     cdc__buf_free(&ev->row);
 }
 
-int cdc__decode_key_json(const char *json, const char *const *keycols, size_t nkey, cdc__buf *out,
-                         cdc_error_t *err)
-{
-    if (!json || !out) return cdc__err(err, CDC_EINVAL, "no key given");
-    size_t pos = 0;
-    cJSON *j = parse_json(json, strlen(json), &pos);
-    if (!j) return cdc__err(err, CDC_EINVAL, "key %.200s: malformed JSON at byte %zu", json, pos);
-    const char *why = NULL;
-    int rc = 0;
-    size_t start = out->len;
-    const cJSON *v;
-    if (cJSON_IsArray(j)) {
-        size_t n = (size_t)cJSON_GetArraySize(j);
-        if (n == 0 || (keycols && n != nkey)) {
-            rc = cdc__err(err, CDC_EINVAL, "key %.200s: %zu values given, the key has %zu columns", json, n,
-                          keycols ? nkey : (size_t)1);
-            goto done;
-        }
-        size_t i = 0;
-        cJSON_ArrayForEach(v, j)
-        {
-            if (key_element(out, v, &why)) {
-                rc = cdc__err(err, CDC_EINVAL, "key %.200s: value %zu: %s", json, i + 1, why);
-                goto done;
-            }
-            i++;
-        }
-    } else if (cJSON_IsObject(j)) {
-        if (!keycols) {
-            rc = cdc__err(err, CDC_EINVAL,
-                          "key %.200s: the table's key columns are not known; give the key as an array",
-                          json);
-            goto done;
-        }
-        if ((size_t)cJSON_GetArraySize(j) != nkey) {
-            rc = cdc__err(err, CDC_EINVAL, "key %.200s: the key has %zu columns", json, nkey);
-            goto done;
-        }
-        for (size_t i = 0; i < nkey; i++) {
-            v = cJSON_GetObjectItemCaseSensitive(j, keycols[i]);
-            if (!v) {
-                rc = cdc__err(err, CDC_EINVAL, "key %.200s: key column %s is missing", json, keycols[i]);
-                goto done;
-            }
-            if (key_element(out, v, &why)) {
-                rc = cdc__err(err, CDC_EINVAL, "key %.200s: column %s: %s", json, keycols[i], why);
-                goto done;
-            }
-        }
-    } else {
-        rc = cdc__err(err, CDC_EINVAL, "key %.200s: not a JSON object or array", json);
-    }
-done:
-    if (rc) out->len = start;
-    cJSON_Delete(j);
-    return rc;
-}
-
 int cdc__table_from_topic(const char *topic, char *out, size_t outsz)
 {
     if (!topic) return -1;

@@ -67,82 +67,6 @@ static const char *skip_value(const char *p, const char *end)
     return q > p ? q : NULL;
 }
 
-static void put_utf8(cdc__buf *b, unsigned cp)
-{
-    if (cp < 0x80) cdc__buf_putc(b, (char)cp);
-    else if (cp < 0x800) {
-        cdc__buf_putc(b, (char)(0xC0 | (cp >> 6)));
-        cdc__buf_putc(b, (char)(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-        cdc__buf_putc(b, (char)(0xE0 | (cp >> 12)));
-        cdc__buf_putc(b, (char)(0x80 | ((cp >> 6) & 0x3F)));
-        cdc__buf_putc(b, (char)(0x80 | (cp & 0x3F)));
-    } else {
-        cdc__buf_putc(b, (char)(0xF0 | (cp >> 18)));
-        cdc__buf_putc(b, (char)(0x80 | ((cp >> 12) & 0x3F)));
-        cdc__buf_putc(b, (char)(0x80 | ((cp >> 6) & 0x3F)));
-        cdc__buf_putc(b, (char)(0x80 | (cp & 0x3F)));
-    }
-}
-
-static int hex4(const char *p, const char *end, unsigned *v)
-{
-    if (end - p < 4) return -1;
-    *v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        *v <<= 4;
-        if (c >= '0' && c <= '9') *v |= (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f') *v |= (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') *v |= (unsigned)(c - 'A' + 10);
-        else return -1;
-    }
-    return 0;
-}
-
-/* Unescapes the JSON string at p (at its quote) into b; returns the position
- * after the closing quote, or NULL when malformed. */
-static const char *unescape(const char *p, const char *end, cdc__buf *b)
-{
-    for (p++; p < end; p++) {
-        /* copy the run up to the next quote or backslash in one piece */
-        const char *q = p;
-        while (q < end && *q != '"' && *q != '\\') q++;
-        if (q > p) {
-            cdc__buf_put(b, p, (size_t)(q - p));
-            p = q;
-            if (p >= end) break;
-        }
-        char c = *p;
-        if (c == '"') return p + 1;
-        if (++p >= end) return NULL;
-        switch (*p) {
-        case '"': cdc__buf_putc(b, '"'); break;
-        case '\\': cdc__buf_putc(b, '\\'); break;
-        case '/': cdc__buf_putc(b, '/'); break;
-        case 'b': cdc__buf_putc(b, '\b'); break;
-        case 'f': cdc__buf_putc(b, '\f'); break;
-        case 'n': cdc__buf_putc(b, '\n'); break;
-        case 'r': cdc__buf_putc(b, '\r'); break;
-        case 't': cdc__buf_putc(b, '\t'); break;
-        case 'u': {
-            unsigned cp, lo;
-            if (hex4(p + 1, end, &cp)) return NULL;
-            p += 4;
-            if (cp >= 0xD800 && cp < 0xDC00 && end - p > 6 && p[1] == '\\' && p[2] == 'u' &&
-                hex4(p + 3, end, &lo) == 0 && lo >= 0xDC00 && lo < 0xE000) {
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                p += 6;
-            }
-            put_utf8(b, cp);
-            break;
-        }
-        default: return NULL;
-        }
-    }
-    return NULL;
-}
-
 enum { LINE_BARE = 0, LINE_KCAT = 1, LINE_BAD = -1 };
 
 /* The fields of a kcat line: strings already unescaped into the batch text
@@ -185,7 +109,7 @@ static int scan_line(const char *p, const char *end, kcat_fields *f, cdc__buf *t
         }
         if (dst) {
             *dst = text->len;
-            if (!(p = unescape(v, end, text))) return LINE_BAD;
+            if (!(p = cdc__json_read_string(v, end, text))) return LINE_BAD;
             if (dlen) *dlen = text->len - *dst;
             cdc__buf_putc(text, 0);
         } else {

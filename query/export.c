@@ -75,23 +75,6 @@ static void csv_field(cdc__buf *b, const char *v, size_t n)
     b->len = (size_t)(o - b->p);
 }
 
-static void json_str(cdc__buf *b, const char *s, size_t n)
-{
-    cdc__buf_putc(b, '"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            cdc__buf_putc(b, '\\');
-            cdc__buf_putc(b, (char)c);
-        } else if (c < 0x20) {
-            cdc__buf_printf(b, "\\u%04x", c);
-        } else {
-            cdc__buf_putc(b, (char)c);
-        }
-    }
-    cdc__buf_putc(b, '"');
-}
-
 /* ---- One key range to one descriptor ---- */
 
 typedef struct part {
@@ -150,9 +133,9 @@ static int export_part(part *p)
             cdc__buf_putc(&o.b, '{');
             for (size_t i = 0; i < row.ncols; i++) {
                 if (i) cdc__buf_putc(&o.b, ',');
-                json_str(&o.b, row.names[i], strlen(row.names[i]));
+                cdc__json_put_string(&o.b, row.names[i], strlen(row.names[i]));
                 cdc__buf_putc(&o.b, ':');
-                if (row.values[i]) json_str(&o.b, row.values[i], row.lens[i]);
+                if (row.values[i]) cdc__json_put_string(&o.b, row.values[i], row.lens[i]);
                 else cdc__buf_puts(&o.b, "null");
             }
             if (opts->meta)

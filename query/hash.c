@@ -869,7 +869,7 @@ int cdc_hash_sql(cdc_store_t *st, const char *table, const char *source_table,
         if ((rc = cdc_hash_ranges(st, table, opts, &ranges, &nr, err))) goto done;
         bounds = cdc__calloc(nr ? nr : 1, sizeof *bounds);
         for (size_t i = 1; i < nr; i++) {
-            if ((rc = cdc__decode_key_json(ranges[i].lower_json, NULL, 0, &bounds[nb], err))) goto done;
+            if ((rc = cdc__key_from_json(ranges[i].lower_json, NULL, 0, &bounds[nb], err))) goto done;
             nb++;
         }
     }
@@ -905,101 +905,4 @@ done:
     cdc_range_hashes_free(ranges, nr);
     cdc__buf_free(&b);
     return rc;
-}
-
-/* ---- A small reader for the key's JSON object ---- */
-
-/* Appends the UTF-8 of code point c. */
-static void put_utf8(cdc__buf *b, unsigned c)
-{
-    if (c < 0x80) cdc__buf_putc(b, (char)c);
-    else if (c < 0x800) {
-        cdc__buf_putc(b, (char)(0xC0 | c >> 6));
-        cdc__buf_putc(b, (char)(0x80 | (c & 0x3F)));
-    } else if (c < 0x10000) {
-        cdc__buf_putc(b, (char)(0xE0 | c >> 12));
-        cdc__buf_putc(b, (char)(0x80 | (c >> 6 & 0x3F)));
-        cdc__buf_putc(b, (char)(0x80 | (c & 0x3F)));
-    } else {
-        cdc__buf_putc(b, (char)(0xF0 | c >> 18));
-        cdc__buf_putc(b, (char)(0x80 | (c >> 12 & 0x3F)));
-        cdc__buf_putc(b, (char)(0x80 | (c >> 6 & 0x3F)));
-        cdc__buf_putc(b, (char)(0x80 | (c & 0x3F)));
-    }
-}
-
-/* Reads a JSON string at *p (at the opening quote) into out; advances *p. */
-static int json_read_string(const char **pp, cdc__buf *out)
-{
-    const char *p = *pp;
-    if (*p != '"') return -1;
-    p++;
-    while (*p && *p != '"') {
-        if (*p != '\\') {
-            cdc__buf_putc(out, *p++);
-            continue;
-        }
-        p++;
-        switch (*p) {
-        case '"': case '\\': case '/': cdc__buf_putc(out, *p); break;
-        case 'b': cdc__buf_putc(out, '\b'); break;
-        case 'f': cdc__buf_putc(out, '\f'); break;
-        case 'n': cdc__buf_putc(out, '\n'); break;
-        case 'r': cdc__buf_putc(out, '\r'); break;
-        case 't': cdc__buf_putc(out, '\t'); break;
-        case 'u': {
-            unsigned c = 0;
-            for (int i = 1; i <= 4; i++) {
-                char h = p[i];
-                if (!h) return -1;
-                c = c * 16 + (unsigned)(h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
-            }
-            p += 4;
-            if (c >= 0xD800 && c < 0xDC00 && p[1] == '\\' && p[2] == 'u') {
-                unsigned lo = 0;
-                for (int i = 3; i <= 6; i++) {
-                    char h = p[i];
-                    if (!h) return -1;
-                    lo = lo * 16 + (unsigned)(h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
-                }
-                c = 0x10000 + ((c - 0xD800) << 10) + (lo - 0xDC00);
-                p += 6;
-            }
-            put_utf8(out, c);
-            break;
-        }
-        default: return -1;
-        }
-        p++;
-    }
-    if (*p != '"') return -1;
-    *pp = p + 1;
-    return 0;
-}
-
-/* The member names of the flat JSON object text (the key as the store prints
- * it: string or integer values), n of them, malloc'd into names. */
-int cdc__json_object_keys(const char *json, char **names, size_t n)
-{
-    const char *p = json;
-    cdc__buf s = {0};
-    size_t i = 0;
-    while (*p == ' ') p++;
-    if (*p++ != '{') return -1;
-    while (i < n) {
-        while (*p == ' ' || *p == ',') p++;
-        cdc__buf_reset(&s);
-        if (json_read_string(&p, &s)) break;
-        cdc__buf_putc(&s, 0);
-        names[i++] = cdc__strdup(s.p);
-        while (*p == ' ' || *p == ':') p++;
-        if (*p == '"') {
-            cdc__buf_reset(&s);
-            if (json_read_string(&p, &s)) break;
-        } else {
-            while (*p && *p != ',' && *p != '}') p++;
-        }
-    }
-    cdc__buf_free(&s);
-    return i == n ? 0 : -1;
 }

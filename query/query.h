@@ -124,10 +124,6 @@ static inline int64_t cdc__floordiv(int64_t k, int64_t w)
     return (k % w != 0 && k < 0) ? q - 1 : q;
 }
 
-/* The member names of a flat JSON object (a key as the store prints it),
- * n of them, each malloc'd into names.  0 ok, -1 malformed. */
-int cdc__json_object_keys(const char *json, char **names, size_t n);
-
 /* The JSON array text of an encoded key, NUL-terminated in out (reset first). */
 int cdc__key_json_array(const char *key, size_t len, cdc__buf *out);
 

@@ -182,25 +182,6 @@ void cdc__key_add_text(cdc__buf *b, const char *s, size_t n)
     cdc__buf_putc(b, 0);
 }
 
-static void json_string(cdc__buf *out, const char *s, size_t n)
-{
-    cdc__buf_putc(out, '"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        switch (c) {
-        case '"': cdc__buf_puts(out, "\\\""); break;
-        case '\\': cdc__buf_puts(out, "\\\\"); break;
-        case '\n': cdc__buf_puts(out, "\\n"); break;
-        case '\r': cdc__buf_puts(out, "\\r"); break;
-        case '\t': cdc__buf_puts(out, "\\t"); break;
-        default:
-            if (c < 0x20) cdc__buf_printf(out, "\\u%04x", c);
-            else cdc__buf_putc(out, (char)c);
-        }
-    }
-    cdc__buf_putc(out, '"');
-}
-
 int cdc__key_to_json(const char *key, size_t len, const char *const *names, size_t nnames,
                      cdc__buf *out)
 {
@@ -211,7 +192,7 @@ int cdc__key_to_json(const char *key, size_t len, const char *const *names, size
     while (p < end) {
         if (i) cdc__buf_putc(out, ',');
         if (names) {
-            if (i < nnames) json_string(out, names[i], strlen(names[i]));
+            if (i < nnames) cdc__json_put_string(out, names[i], strlen(names[i]));
             else cdc__buf_printf(out, "\"key%zu\"", i + 1);
             cdc__buf_putc(out, ':');
         }
@@ -236,7 +217,7 @@ int cdc__key_to_json(const char *key, size_t len, const char *const *names, size
                     cdc__buf_putc(&text, (char)*p++);
                 }
             }
-            json_string(out, text.p ? text.p : "", text.len);
+            cdc__json_put_string(out, text.p ? text.p : "", text.len);
         } else {
             goto bad;
         }

@@ -73,6 +73,28 @@ void cdc__key_add_text(cdc__buf *b, const char *s, size_t n);
 int cdc__key_to_json(const char *key, size_t len, const char *const *names, size_t nnames,
                      cdc__buf *out);
 
+/* ---- JSON text (store/json.c) ---- */
+
+/* Appends s (n bytes) as a JSON string literal, quotes included: ", \ and
+ * control characters escaped (\n, \r, \t, else \u00XX), other bytes as
+ * they are.  The library's one JSON string writer. */
+void cdc__json_put_string(cdc__buf *b, const char *s, size_t n);
+/* Appends the UTF-8 encoding of code point cp. */
+void cdc__utf8_put(cdc__buf *b, unsigned cp);
+/* Reads the JSON string literal at p (at its opening quote, not past end),
+ * appending the unescaped bytes to b.  Returns the position after the
+ * closing quote, or NULL when malformed. */
+const char *cdc__json_read_string(const char *p, const char *end, cdc__buf *b);
+/* Parses a key given as JSON (an object naming the key columns, or an array
+ * of the values in key order) into the key encoding, appended to out.
+ * keycols may be NULL when the table's key columns are unknown (then only
+ * arrays are accepted).  Errors: CDC_EINVAL, with the key in the message. */
+int cdc__key_from_json(const char *json, const char *const *keycols, size_t nkey, cdc__buf *out,
+                       cdc_error_t *err);
+/* The member names of a flat JSON object (a key as the store prints it),
+ * n of them, each malloc'd into names.  0 ok, -1 malformed (nothing set). */
+int cdc__json_object_keys(const char *json, char **names, size_t n);
+
 /* ---- Event rows (decoder -> apply) ---- */
 
 /* Value tags in an event row: 0 = NULL, 1 = unavailable (unchanged TOAST),
@@ -145,13 +167,6 @@ typedef int (*cdc__scale_fn)(void *opaque, const char *table, const char *column
  * table_hint is the table derived from the topic (may be NULL). */
 int cdc__decode_record(const cdc_record_t *rec, cdc__scale_fn scale, void *scale_opaque,
                        cdc__event *ev, cdc_error_t *err);
-
-/* Parses a key given as JSON (an object naming the key columns, or an array
- * of the values in key order) into the key encoding.  keycols may be NULL
- * when the table's key columns are unknown (then only arrays are accepted).
- * Errors: CDC_EINVAL. */
-int cdc__decode_key_json(const char *json, const char *const *keycols, size_t nkey,
-                         cdc__buf *out, cdc_error_t *err);
 
 /* Maps a Debezium topic "prefix.schema.table" to "schema.table" in out
  * (size outsz).  0 ok, -1 when the topic does not have three parts. */

@@ -630,7 +630,7 @@ void cdc_strings_free(char **names, size_t n)
 static int parse_key(cdc_store_t *st, cdc__table *t, const char *json, cdc__buf *out, cdc_error_t *err)
 {
     CDC__UNUSED(st);
-    int rc = cdc__decode_key_json(json, (const char *const *)t->keycols, t->nkey, out, err);
+    int rc = cdc__key_from_json(json, (const char *const *)t->keycols, t->nkey, out, err);
     if (rc && err) {
         char m[sizeof err->msg];
         memcpy(m, err->msg, sizeof m);

@@ -662,40 +662,54 @@ Test(decode, key_json)
     const char *two[] = {"order_id", "line_no"};
     cdc__buf out = {0}, want = {0};
     cdc_error_t err = {0};
-    cr_assert_eq(cdc__decode_key_json("{\"order_id\": 2}", one, 1, &out, &err), 0, "%s", err.msg);
+    cr_assert_eq(cdc__key_from_json("{\"order_id\": 2}", one, 1, &out, &err), 0, "%s", err.msg);
     cdc__key_add_int(&want, 2);
     cr_expect_eq(out.len, want.len);
     cr_expect(!memcmp(out.p, want.p, want.len));
     cdc__buf_reset(&out);
-    cr_assert_eq(cdc__decode_key_json("[2]", NULL, 0, &out, &err), 0, "%s", err.msg);
+    cr_assert_eq(cdc__key_from_json("[2]", NULL, 0, &out, &err), 0, "%s", err.msg);
     cr_expect(out.len == want.len && !memcmp(out.p, want.p, want.len));
     cdc__buf_reset(&out);
     cdc__buf_reset(&want);
-    cr_assert_eq(cdc__decode_key_json("{\"line_no\":1,\"order_id\":3}", two, 2, &out, &err), 0, "%s", err.msg);
+    cr_assert_eq(cdc__key_from_json("{\"line_no\":1,\"order_id\":3}", two, 2, &out, &err), 0, "%s", err.msg);
     cdc__key_add_int(&want, 3);
     cdc__key_add_int(&want, 1);
     cr_expect(out.len == want.len && !memcmp(out.p, want.p, want.len), "object members are put in key order");
     cdc__buf_reset(&out);
     cdc__buf_reset(&want);
-    cr_assert_eq(cdc__decode_key_json("[\"abc\", -7]", two, 2, &out, &err), 0, "%s", err.msg);
+    cr_assert_eq(cdc__key_from_json("[\"abc\", -7]", two, 2, &out, &err), 0, "%s", err.msg);
     cdc__key_add_text(&want, "abc", 3);
     cdc__key_add_int(&want, -7);
     cr_expect(out.len == want.len && !memcmp(out.p, want.p, want.len));
     cdc__buf_reset(&out);
 
     const char *bad[] = {"{\"order_id\":2}", "[]", "[1.5]", "[true]", "[null]", "[[1]]", "{bad", "2",
-                         "[9007199254740993000]", "[1] x"};
+                         "[18446744073709551616]", "[9223372036854775808]", "[1] x", "{\"order_id\":2} x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         memset(&err, 0, sizeof err);
-        cr_expect_eq(cdc__decode_key_json(bad[i], NULL, 0, &out, &err), CDC_EINVAL, "%s", bad[i]);
+        cr_expect_eq(cdc__key_from_json(bad[i], NULL, 0, &out, &err), CDC_EINVAL, "%s", bad[i]);
         cr_expect_eq(err.code, CDC_EINVAL);
         cr_expect_neq(err.msg[0], 0);
         cr_expect_eq(out.len, 0, "nothing appended on error (%s)", bad[i]);
     }
-    cr_expect_eq(cdc__decode_key_json("{\"x\":2}", one, 1, &out, &err), CDC_EINVAL);
-    cr_expect_eq(cdc__decode_key_json("{\"order_id\":2,\"x\":1}", one, 1, &out, &err), CDC_EINVAL);
-    cr_expect_eq(cdc__decode_key_json("[1,2]", one, 1, &out, &err), CDC_EINVAL);
-    cr_expect_eq(cdc__decode_key_json("{\"order_id\":2}", two, 2, &out, &err), CDC_EINVAL);
+    /* Integers are read exactly from their digits: 2^53 + 1 is not 2^53. */
+    cr_assert_eq(cdc__key_from_json("[9007199254740993]", NULL, 0, &out, &err), 0, "%s", err.msg);
+    cdc__buf_reset(&want);
+    cdc__key_add_int(&want, 9007199254740993LL);
+    cr_expect(out.len == want.len && !memcmp(out.p, want.p, want.len), "2^53 + 1 kept exactly");
+    cdc__buf_reset(&out);
+    cdc__buf_reset(&want);
+    cr_assert_eq(cdc__key_from_json("[-9223372036854775808, 9223372036854775807]", two, 2, &out, &err), 0,
+                 "%s", err.msg);
+    cdc__key_add_int(&want, INT64_MIN);
+    cdc__key_add_int(&want, INT64_MAX);
+    cr_expect(out.len == want.len && !memcmp(out.p, want.p, want.len), "bigint limits kept exactly");
+    cdc__buf_reset(&out);
+    cdc__buf_reset(&want);
+    cr_expect_eq(cdc__key_from_json("{\"x\":2}", one, 1, &out, &err), CDC_EINVAL);
+    cr_expect_eq(cdc__key_from_json("{\"order_id\":2,\"x\":1}", one, 1, &out, &err), CDC_EINVAL);
+    cr_expect_eq(cdc__key_from_json("[1,2]", one, 1, &out, &err), CDC_EINVAL);
+    cr_expect_eq(cdc__key_from_json("{\"order_id\":2}", two, 2, &out, &err), CDC_EINVAL);
     cdc__buf_free(&out);
     cdc__buf_free(&want);
 }

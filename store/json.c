@@ -1,0 +1,341 @@
+/*
+ * json.c: JSON text in one place.  The library writes JSON (keys printed by
+ * export, get and hash; NDJSON rows; the command's --json output through
+ * cdc_json_write_string) and reads three small kinds of it without a parser
+ * library: string literals (kcat -J lines), keys given as JSON (get, the
+ * iterator's bounds, hash ranges) and the member names of a printed key.
+ * Change events themselves are parsed by the decoder (ingest/decode.c), the
+ * one file that knows cJSON; nothing here knows an envelope.
+ *
+ * The key JSON read here is the text form of the key codec (store/codec.c):
+ * an object naming the key columns, or an array of the values in key order;
+ * each value an integer (exact from its digits, any int64) or a string.
+ * A number written with a fraction or exponent that is integral (5.0, 1e3)
+ * is taken as that integer while it is exact in a double (|v| <= 2^53).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- Writing ---- */
+
+void cdc__json_put_string(cdc__buf *b, const char *s, size_t n)
+{
+    cdc__buf_reserve(b, n + 2);
+    cdc__buf_putc(b, '"');
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        cdc__buf_put(b, s + run, i - run);
+        run = i + 1;
+        switch (c) {
+        case '"': cdc__buf_puts(b, "\\\""); break;
+        case '\\': cdc__buf_puts(b, "\\\\"); break;
+        case '\n': cdc__buf_puts(b, "\\n"); break;
+        case '\r': cdc__buf_puts(b, "\\r"); break;
+        case '\t': cdc__buf_puts(b, "\\t"); break;
+        default: {
+            static const char hex[] = "0123456789abcdef";
+            char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            cdc__buf_put(b, u, sizeof u);
+        }
+        }
+    }
+    cdc__buf_put(b, s + run, n - run);
+    cdc__buf_putc(b, '"');
+}
+
+int cdc_json_write_string(FILE *f, const char *s, size_t n)
+{
+    cdc__buf b = {0};
+    cdc__json_put_string(&b, s ? s : "", s ? n : 0);
+    int rc = fwrite(b.p, 1, b.len, f) == b.len ? 0 : -errno;
+    cdc__buf_free(&b);
+    return rc;
+}
+
+void cdc__utf8_put(cdc__buf *b, unsigned cp)
+{
+    if (cp < 0x80) cdc__buf_putc(b, (char)cp);
+    else if (cp < 0x800) {
+        cdc__buf_putc(b, (char)(0xC0 | (cp >> 6)));
+        cdc__buf_putc(b, (char)(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+        cdc__buf_putc(b, (char)(0xE0 | (cp >> 12)));
+        cdc__buf_putc(b, (char)(0x80 | ((cp >> 6) & 0x3F)));
+        cdc__buf_putc(b, (char)(0x80 | (cp & 0x3F)));
+    } else {
+        cdc__buf_putc(b, (char)(0xF0 | (cp >> 18)));
+        cdc__buf_putc(b, (char)(0x80 | ((cp >> 12) & 0x3F)));
+        cdc__buf_putc(b, (char)(0x80 | ((cp >> 6) & 0x3F)));
+        cdc__buf_putc(b, (char)(0x80 | (cp & 0x3F)));
+    }
+}
+
+/* ---- Reading ---- */
+
+static int hex4(const char *p, const char *end, unsigned *v)
+{
+    if (end - p < 4) return -1;
+    *v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        *v <<= 4;
+        if (c >= '0' && c <= '9') *v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') *v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') *v |= (unsigned)(c - 'A' + 10);
+        else return -1;
+    }
+    return 0;
+}
+
+const char *cdc__json_read_string(const char *p, const char *end, cdc__buf *b)
+{
+    if (p >= end || *p != '"') return NULL;
+    for (p++; p < end; p++) {
+        /* copy the run up to the next quote or backslash in one piece */
+        const char *q = p;
+        while (q < end && *q != '"' && *q != '\\') q++;
+        if (q > p) {
+            cdc__buf_put(b, p, (size_t)(q - p));
+            p = q;
+            if (p >= end) break;
+        }
+        if (*p == '"') return p + 1;
+        if (++p >= end) return NULL;
+        switch (*p) {
+        case '"': cdc__buf_putc(b, '"'); break;
+        case '\\': cdc__buf_putc(b, '\\'); break;
+        case '/': cdc__buf_putc(b, '/'); break;
+        case 'b': cdc__buf_putc(b, '\b'); break;
+        case 'f': cdc__buf_putc(b, '\f'); break;
+        case 'n': cdc__buf_putc(b, '\n'); break;
+        case 'r': cdc__buf_putc(b, '\r'); break;
+        case 't': cdc__buf_putc(b, '\t'); break;
+        case 'u': {
+            unsigned cp, lo;
+            if (hex4(p + 1, end, &cp)) return NULL;
+            p += 4;
+            if (cp >= 0xD800 && cp < 0xDC00 && end - p > 6 && p[1] == '\\' && p[2] == 'u' &&
+                hex4(p + 3, end, &lo) == 0 && lo >= 0xDC00 && lo < 0xE000) {
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                p += 6;
+            }
+            cdc__utf8_put(b, cp);
+            break;
+        }
+        default: return NULL;
+        }
+    }
+    return NULL;
+}
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+    return p;
+}
+
+/* Appends one key element at p (a string or an integer) to key; returns the
+ * position after it, or NULL with the reason in *why. */
+static const char *key_value(const char *p, const char *end, cdc__buf *key, cdc__buf *tmp,
+                             const char **why)
+{
+    if (p < end && *p == '"') {
+        cdc__buf_reset(tmp);
+        const char *q = cdc__json_read_string(p, end, tmp);
+        if (!q) *why = "malformed string";
+        else cdc__key_add_text(key, tmp->p ? tmp->p : "", tmp->len);
+        return q;
+    }
+    const char *q = p;
+    if (q < end && *q == '-') q++;
+    const char *digits = q;
+    while (q < end && *q >= '0' && *q <= '9') q++;
+    if (q == digits) {
+        *why = "unsupported key type (a key column must be an integer or a string)";
+        return NULL;
+    }
+    int plain = !(q < end && (*q == '.' || *q == 'e' || *q == 'E'));
+    while (q < end && ((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' || *q == 'E' || *q == '+' ||
+                       *q == '-'))
+        q++;
+    char num[64];
+    if ((size_t)(q - p) >= sizeof num) {
+        *why = "number too long for a key";
+        return NULL;
+    }
+    memcpy(num, p, (size_t)(q - p));
+    num[q - p] = 0;
+    char *e;
+    errno = 0;
+    if (plain) {
+        long long v = strtoll(num, &e, 10);
+        if (*e || errno) {
+            *why = "integer value out of the range of a bigint";
+            return NULL;
+        }
+        cdc__key_add_int(key, (int64_t)v);
+        return q;
+    }
+    double d = strtod(num, &e);
+    if (*e || !isfinite(d) || d != floor(d)) {
+        *why = "unsupported key type (a key column must be an integer or a string)";
+        return NULL;
+    }
+    if (fabs(d) > 9007199254740992.0) {
+        *why = "integer value exceeds 2^53 and cannot be decoded exactly";
+        return NULL;
+    }
+    cdc__key_add_int(key, (int64_t)d);
+    return q;
+}
+
+/* One member of a key object: its name and where its value starts. */
+typedef struct member {
+    char *name;
+    const char *value;
+} member;
+
+/* Reads the members of the object at p into *ms; the value of each is only
+ * located (skipped over as a key value).  0 ok, -1 malformed. */
+static int read_members(const char *p, const char *end, member **ms, size_t *n)
+{
+    cdc__buf name = {0}, scratch = {0}, tmp = {0};
+    const char *why;
+    int rc = -1;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == '}') {
+        rc = skip_ws(p + 1, end) == end ? 0 : -1;
+        goto done;
+    }
+    for (;;) {
+        cdc__buf_reset(&name);
+        if (!(p = cdc__json_read_string(skip_ws(p, end), end, &name))) goto done;
+        p = skip_ws(p, end);
+        if (p >= end || *p != ':') goto done;
+        p = skip_ws(p + 1, end);
+        *ms = cdc__realloc(*ms, (*n + 1) * sizeof **ms);
+        (*ms)[*n].name = cdc__strndup(name.p ? name.p : "", name.len);
+        (*ms)[*n].value = p;
+        (*n)++;
+        cdc__buf_reset(&scratch);
+        const char *q = key_value(p, end, &scratch, &tmp, &why);
+        /* a value that is no key value is reported when its column is read */
+        if (!q) {
+            q = p;
+            while (q < end && *q != ',' && *q != '}') q++;
+        }
+        p = skip_ws(q, end);
+        if (p < end && *p == ',') {
+            p++;
+            continue;
+        }
+        if (p < end && *p == '}' && skip_ws(p + 1, end) == end) rc = 0;
+        break;
+    }
+done:
+    cdc__buf_free(&name);
+    cdc__buf_free(&scratch);
+    cdc__buf_free(&tmp);
+    return rc;
+}
+
+static void members_free(member *ms, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(ms[i].name);
+    free(ms);
+}
+
+static int key_from_array(const char *json, const char *p, const char *end, size_t nkey, int known,
+                          cdc__buf *out, cdc__buf *tmp, cdc_error_t *err)
+{
+    const char *why = NULL;
+    size_t i = 0;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == ']') p = NULL;
+    while (p) {
+        if (!(p = key_value(p, end, out, tmp, &why)))
+            return cdc__err(err, CDC_EINVAL, "key %.200s: value %zu: %s", json, i + 1, why);
+        i++;
+        p = skip_ws(p, end);
+        if (p < end && *p == ',') {
+            p = skip_ws(p + 1, end);
+            continue;
+        }
+        if (p >= end || *p != ']' || skip_ws(p + 1, end) != end)
+            return cdc__err(err, CDC_EINVAL, "key %.200s: malformed JSON array", json);
+        break;
+    }
+    if (i == 0 || (known && i != nkey))
+        return cdc__err(err, CDC_EINVAL, "key %.200s: %zu values given, the key has %zu columns", json, i,
+                        known ? nkey : (size_t)1);
+    return 0;
+}
+
+static int key_from_object(const char *json, const char *p, const char *end,
+                           const char *const *keycols, size_t nkey, cdc__buf *out, cdc__buf *tmp,
+                           cdc_error_t *err)
+{
+    member *ms = NULL;
+    size_t n = 0;
+    int rc = 0;
+    const char *why = NULL;
+    if (!keycols)
+        rc = cdc__err(err, CDC_EINVAL,
+                      "key %.200s: the table's key columns are not known; give the key as an array", json);
+    else if (read_members(p, end, &ms, &n))
+        rc = cdc__err(err, CDC_EINVAL, "key %.200s: malformed JSON object", json);
+    else if (n != nkey)
+        rc = cdc__err(err, CDC_EINVAL, "key %.200s: the key has %zu columns", json, nkey);
+    for (size_t i = 0; i < nkey && !rc; i++) {
+        size_t m = 0;
+        while (m < n && strcmp(ms[m].name, keycols[i])) m++;
+        if (m == n)
+            rc = cdc__err(err, CDC_EINVAL, "key %.200s: key column %s is missing", json, keycols[i]);
+        else if (!key_value(ms[m].value, end, out, tmp, &why))
+            rc = cdc__err(err, CDC_EINVAL, "key %.200s: column %s: %s", json, keycols[i], why);
+    }
+    members_free(ms, n);
+    return rc;
+}
+
+int cdc__key_from_json(const char *json, const char *const *keycols, size_t nkey, cdc__buf *out,
+                       cdc_error_t *err)
+{
+    if (!json || !out) return cdc__err(err, CDC_EINVAL, "no key given");
+    const char *end = json + strlen(json);
+    const char *p = skip_ws(json, end);
+    size_t start = out->len;
+    cdc__buf tmp = {0};
+    int rc;
+    if (p < end && *p == '[')
+        rc = key_from_array(json, p, end, nkey, keycols != NULL, out, &tmp, err);
+    else if (p < end && *p == '{')
+        rc = key_from_object(json, p, end, keycols, nkey, out, &tmp, err);
+    else
+        rc = cdc__err(err, CDC_EINVAL, "key %.200s: not a JSON object or array", json);
+    cdc__buf_free(&tmp);
+    if (rc) out->len = start;
+    return rc;
+}
+
+int cdc__json_object_keys(const char *json, char **names, size_t n)
+{
+    member *ms = NULL;
+    size_t got = 0;
+    const char *end = json + strlen(json), *p = skip_ws(json, end);
+    int rc = p < end && *p == '{' ? read_members(p, end, &ms, &got) : -1;
+    if (!rc && got < n) rc = -1;
+    for (size_t i = 0; i < got; i++) {
+        if (!rc && i < n) names[i] = ms[i].name;
+        else free(ms[i].name);
+    }
+    free(ms);
+    return rc;
+}
