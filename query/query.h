@@ -1,9 +1,12 @@
 /*
- * query.h: what the query files (export.c, hash.c, reconcile.c, uring.c)
- * share and nothing else needs: the buffered file writer behind liburing,
- * md5, the row encoding that range hashes are made of, the replica-side range
- * scan, and the SQL text that computes the same hashes inside PostgreSQL.
- * Not API (cdc__ prefix).
+ * query.h: what the query files share and nothing else needs, one section
+ * per file: the buffered file writer behind liburing (uring.c), md5, lookup3
+ * and the row encoding that range hashes are made of (digest.c), encoded
+ * keys taken apart (keys.c), the replica-side range scan (ranges.c), and the
+ * SQL text that computes the same hashes inside PostgreSQL (sql.c);
+ * reconcile.c and export.c use them.  query/ reads the replica only through
+ * the store's iterator and key codec (include/cdcstore.h, store/internal.h),
+ * never through ingest/.  Not API (cdc__ prefix).
  */
 #ifndef CDC_QUERY_H
 #define CDC_QUERY_H
@@ -36,7 +39,7 @@ int cdc__writer_uses_uring(const cdc__writer *w);
  * Accepts NULL. Does not close fd. */
 int cdc__writer_close(cdc__writer *w);
 
-/* ---- md5 (hash.c, RFC 1321) ---- */
+/* ---- md5 (digest.c, RFC 1321) ---- */
 
 typedef struct cdc__md5 {
     uint32_t a, b, c, d;
@@ -48,10 +51,10 @@ void cdc__md5_init(cdc__md5 *m);
 void cdc__md5_update(cdc__md5 *m, const void *p, size_t n);
 void cdc__md5_final(cdc__md5 *m, unsigned char out[16]);
 
-/* ---- Row hashes (hash.c) ---- */
+/* ---- Row hashes (digest.c) ---- */
 
 /* The row encoding of values[cols[0..ncols)] (all of them when cols is
- * NULL) into out (reset first).  See hash.c. */
+ * NULL) into out (reset first).  See digest.c. */
 void cdc__row_encode(const char *const *values, const size_t *lens, const size_t *cols, size_t ncols,
                      cdc__buf *out);
 /* The hash of one row's encoding with algorithm (CDC_HASH_*); scratch is a
@@ -61,7 +64,7 @@ uint64_t cdc__row_hash(const char *const *values, const size_t *lens, const size
 /* PostgreSQL's hash_bytes_extended(k, n, 0), i.e. hashtextextended(t, 0). */
 uint64_t cdc__lookup3(const void *data, size_t n);
 
-/* ---- Keys (hash.c) ---- */
+/* ---- Keys (keys.c) ---- */
 
 enum { CDC__KP_INT = 1, CDC__KP_TEXT = 2 };
 
@@ -76,8 +79,13 @@ typedef struct cdc__keypart {
  * cdc__keyparts_free.  0 ok, CDC_ECORRUPT. */
 int cdc__key_parts(const char *key, size_t len, cdc__keypart **parts, size_t *n);
 void cdc__keyparts_free(cdc__keypart *parts, size_t n);
+/* 1 and *v set when key is a single integer (a bigint or int primary key),
+ * else 0. */
+int cdc__key_single_int(const char *key, size_t len, int64_t *v);
+/* The JSON array text of an encoded key, NUL-terminated in out (reset first). */
+int cdc__key_json_array(const char *key, size_t len, cdc__buf *out);
 
-/* ---- Replica range scans (hash.c) ---- */
+/* ---- Replica range scans (ranges.c) ---- */
 
 /* One range found by a scan: [lower, next range's lower) or [lower, scan's
  * upper) for the last.  lower is an encoded key (empty: the scan's lower,
@@ -124,10 +132,7 @@ static inline int64_t cdc__floordiv(int64_t k, int64_t w)
     return (k % w != 0 && k < 0) ? q - 1 : q;
 }
 
-/* The JSON array text of an encoded key, NUL-terminated in out (reset first). */
-int cdc__key_json_array(const char *key, size_t len, cdc__buf *out);
-
-/* ---- SQL text (hash.c) ---- */
+/* ---- SQL text (sql.c) ---- */
 
 /* How one source column is turned into the text the replica holds. */
 typedef struct cdc__srccol {

@@ -2,9 +2,9 @@
  * reconcile.c: compares a table of the replica with its PostgreSQL source
  * and lists every difference.  The only file that knows libpq.
  *
- * How.  Both sides compute per key range a row count and a hash (hash.c):
- * the replica by scanning RocksDB, the source by one SQL query, so only
- * (range, count, hash) crosses the network.  The first level, for a single
+ * How.  Both sides compute per key range a row count and a hash (digest.c,
+ * ranges.c): the replica by scanning RocksDB, the source by one SQL query
+ * (sql.c), so only (range, count, hash) crosses the network.  The first level, for a single
  * integer key: width ranges (the width from the source's key span, read from
  * its index), computed by the source's query while the replica is scanned,
  * so one pass on each side both when the tables are equal and when they
@@ -47,7 +47,7 @@
  * Text forms.  Values are compared as the replica keeps them, PostgreSQL's
  * text output, so the session sets DateStyle=ISO, MDY, TimeZone=UTC,
  * extra_float_digits=1, bytea_output=hex, client_encoding=UTF8; booleans are
- * rendered t/f and timestamptz as Debezium's ZonedTimestamp (hash.c).
+ * rendered t/f and timestamptz as Debezium's ZonedTimestamp (sql.c).
  *
  * Credentials come from the connection string, PGPASSFILE or the PG*
  * environment (libpq's own rules); messages name the source by its

@@ -1,0 +1,362 @@
+/*
+ * sql.c: the SQL text that computes inside PostgreSQL what digest.c and
+ * ranges.c compute over the replica: each source column in the replica's
+ * text form, the row encoding and its hash, the key ranges and their
+ * buckets, and the whole range-hash query (cdc_hash_sql).  Generating SQL
+ * is its own concern: quoting, PostgreSQL's argument limits and its
+ * collations matter here and nowhere else.  The contract both sides follow
+ * is written at the top of digest.c (row encoding, row hash) and ranges.c
+ * (sums, ranges); reconcile.c sends this text through libpq.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "query.h"
+
+/* ---- SQL text ---- */
+
+void cdc__sql_ident(cdc__buf *b, const char *s)
+{
+    cdc__buf_putc(b, '"');
+    for (; *s; s++) {
+        if (*s == '"') cdc__buf_putc(b, '"');
+        cdc__buf_putc(b, *s);
+    }
+    cdc__buf_putc(b, '"');
+}
+
+void cdc__sql_literal(cdc__buf *b, const char *s, size_t n)
+{
+    cdc__buf_putc(b, '\'');
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\'') cdc__buf_putc(b, '\'');
+        cdc__buf_putc(b, s[i]);
+    }
+    cdc__buf_putc(b, '\'');
+}
+
+void cdc__sql_table(cdc__buf *b, const char *table)
+{
+    const char *dot = strchr(table, '.');
+    if (!dot) {
+        cdc__sql_ident(b, table);
+        return;
+    }
+    char *schema = cdc__strndup(table, (size_t)(dot - table));
+    cdc__sql_ident(b, schema);
+    free(schema);
+    cdc__buf_putc(b, '.');
+    cdc__sql_ident(b, dot + 1);
+}
+
+/* The precision of "timestamp(3) with time zone", 6 when not given. */
+static int type_precision(const char *type)
+{
+    const char *p = strchr(type, '(');
+    return p ? atoi(p + 1) : 6;
+}
+
+void cdc__sql_coltext(cdc__buf *b, const cdc__srccol *c)
+{
+    const char *t = c->type;
+    if (!t) {
+        /* Type unknown: the type's output function, as COPY prints it. */
+        cdc__buf_puts(b, "CASE WHEN ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, " IS NOT NULL THEN format('%s', ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, ") END");
+    } else if (!strcmp(t, "boolean")) {
+        /* boolean::text is 'true'; the output form (and Debezium's) is t/f. */
+        cdc__buf_puts(b, "CASE WHEN ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, " THEN 't' WHEN NOT ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, " THEN 'f' END");
+    } else if (!strncmp(t, "character(", 10) || !strcmp(t, "character") || !strcmp(t, "bpchar")) {
+        /* char(n)::text drops the padding that the output form keeps. */
+        cdc__buf_puts(b, "CASE WHEN ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, " IS NOT NULL THEN format('%s', ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, ") END");
+    } else if (!strcmp(t, "numeric")) {
+        /* unconstrained: compared without trailing fraction zeros (see
+         * cdc__numeric_trim) */
+        cdc__buf_puts(b, "trim_scale(");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, ")::text");
+    } else if (!strncmp(t, "timestamp", 9) && strstr(t, "with time zone")) {
+        /* Debezium's ZonedTimestamp: ISO-8601 in UTC with the column's
+         * fraction digits, "2026-01-16T08:30:00.000000Z". */
+        int p = type_precision(t);
+        cdc__buf_puts(b, "to_char(");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')");
+        if (p > 0 && p <= 6) {
+            cdc__buf_puts(b, " || substr(to_char(");
+            cdc__sql_ident(b, c->name);
+            cdc__buf_printf(b, " AT TIME ZONE 'UTC', '.US'), 1, %d)", p + 1);
+        }
+        cdc__buf_puts(b, " || 'Z'");
+    } else {
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, "::text");
+    }
+}
+
+/* Appends f(e1, e2, ...) over the column expressions from..to, nesting
+ * calls so that no call exceeds PostgreSQL's 100 arguments. */
+static void sql_concat(cdc__buf *b, const cdc__srccol *cols, size_t n, int lengths)
+{
+    const size_t per = 50;
+    if (n > per) cdc__buf_puts(b, lengths ? "concat_ws(',', " : "concat(");
+    for (size_t g = 0; g < n; g += per) {
+        if (g) cdc__buf_puts(b, ", ");
+        cdc__buf_puts(b, lengths ? "concat_ws(',', " : "concat(");
+        for (size_t i = g; i < n && i < g + per; i++) {
+            if (i > g) cdc__buf_puts(b, ", ");
+            if (lengths) cdc__buf_puts(b, "coalesce(octet_length(");
+            cdc__sql_coltext(b, &cols[i]);
+            if (lengths) cdc__buf_puts(b, "), -1)");
+        }
+        cdc__buf_puts(b, ")");
+    }
+    if (n > per) cdc__buf_puts(b, ")");
+}
+
+void cdc__sql_rowenc(cdc__buf *b, const cdc__srccol *cols, size_t n)
+{
+    if (!n) {
+        cdc__buf_puts(b, "';'");
+        return;
+    }
+    sql_concat(b, cols, n, 1);
+    cdc__buf_puts(b, " || ';' || ");
+    sql_concat(b, cols, n, 0);
+}
+
+void cdc__sql_rowhash(cdc__buf *b, const cdc__srccol *cols, size_t n, int algorithm)
+{
+    if (algorithm == CDC_HASH_LOOKUP3) {
+        cdc__buf_puts(b, "hashtextextended(");
+        cdc__sql_rowenc(b, cols, n);
+        cdc__buf_puts(b, " COLLATE \"C\", 0)");
+        return;
+    }
+    cdc__buf_puts(b, "('x' || substr(md5(");
+    cdc__sql_rowenc(b, cols, n);
+    cdc__buf_puts(b, "), 1, 16))::bit(64)::bigint");
+}
+
+void cdc__sql_keyexpr(cdc__buf *b, const cdc__srckey *k)
+{
+    cdc__sql_ident(b, k->name);
+    if (k->kind == CDC__KP_TEXT && !k->uuid) cdc__buf_puts(b, k->string ? " COLLATE \"C\"" : "::text COLLATE \"C\"");
+}
+
+void cdc__sql_keylit(cdc__buf *b, const cdc__srckey *k, const cdc__keypart *p)
+{
+    if (p->type == CDC__KP_INT) {
+        cdc__buf_printf(b, "%lld", (long long)p->i);
+        return;
+    }
+    cdc__sql_literal(b, p->s, p->n);
+    if (k->uuid) cdc__buf_puts(b, "::uuid");
+    else cdc__buf_puts(b, "::text");
+}
+
+/* (k1, k2) op (v1, v2), or k op v for a single column. */
+static int sql_compare(cdc__buf *b, const cdc__srckey *keys, size_t nkey, const char *op,
+                       const cdc__buf *key)
+{
+    cdc__keypart *parts;
+    size_t np;
+    if (cdc__key_parts(key->p, key->len, &parts, &np)) return CDC_ECORRUPT;
+    if (np != nkey) {
+        cdc__keyparts_free(parts, np);
+        return CDC_EINVAL;
+    }
+    if (nkey > 1) cdc__buf_puts(b, "ROW(");
+    for (size_t i = 0; i < nkey; i++) {
+        if (i) cdc__buf_puts(b, ", ");
+        cdc__sql_keyexpr(b, &keys[i]);
+    }
+    cdc__buf_printf(b, "%s %s ", nkey > 1 ? ")" : "", op);
+    if (nkey > 1) cdc__buf_puts(b, "ROW(");
+    for (size_t i = 0; i < nkey; i++) {
+        if (i) cdc__buf_puts(b, ", ");
+        cdc__sql_keylit(b, &keys[i], &parts[i]);
+    }
+    if (nkey > 1) cdc__buf_puts(b, ")");
+    cdc__keyparts_free(parts, np);
+    return 0;
+}
+
+int cdc__sql_range(cdc__buf *b, const cdc__srckey *keys, size_t nkey, const cdc__buf *lo,
+                   const cdc__buf *hi)
+{
+    int any = 0, rc = 0;
+    if (lo && lo->len) {
+        if ((rc = sql_compare(b, keys, nkey, ">=", lo))) return rc;
+        any = 1;
+    }
+    if (hi && hi->len) {
+        if (any) cdc__buf_puts(b, " AND ");
+        if ((rc = sql_compare(b, keys, nkey, "<", hi))) return rc;
+        any = 1;
+    }
+    if (!any) cdc__buf_puts(b, "TRUE");
+    return 0;
+}
+
+/* CASE tree: the index in [from, to] of the range holding the row, where
+ * range i starts at bounds[i-1] (range 0 has no lower bound). */
+static int sql_case_tree(cdc__buf *b, const cdc__srckey *keys, size_t nkey, const cdc__buf *bounds,
+                         size_t from, size_t to)
+{
+    if (from == to) {
+        cdc__buf_printf(b, "%zu", from);
+        return 0;
+    }
+    size_t mid = from + (to - from + 1) / 2; /* ranges >= mid start at bounds[mid-1] */
+    cdc__buf_puts(b, "CASE WHEN ");
+    int rc = sql_compare(b, keys, nkey, "<", &bounds[mid - 1]);
+    if (rc) return rc;
+    cdc__buf_puts(b, " THEN ");
+    if ((rc = sql_case_tree(b, keys, nkey, bounds, from, mid - 1))) return rc;
+    cdc__buf_puts(b, " ELSE ");
+    if ((rc = sql_case_tree(b, keys, nkey, bounds, mid, to))) return rc;
+    cdc__buf_puts(b, " END");
+    return 0;
+}
+
+int cdc__sql_bucket(cdc__buf *b, const cdc__srckey *keys, size_t nkey, int64_t width,
+                    const cdc__buf *bounds, size_t nbounds)
+{
+    if (width > 0) {
+        if (nkey != 1 || keys[0].kind != CDC__KP_INT) return CDC_EINVAL;
+        /* floor(k / W) without overflow: -1 - (-(k + 1)) / W for negative k. */
+        cdc__buf_puts(b, "CASE WHEN ");
+        cdc__sql_ident(b, keys[0].name);
+        cdc__buf_printf(b, " >= 0 THEN ");
+        cdc__sql_ident(b, keys[0].name);
+        cdc__buf_printf(b, "::bigint / %lld ELSE -1 - (-(", (long long)width);
+        cdc__sql_ident(b, keys[0].name);
+        cdc__buf_printf(b, "::bigint + 1)) / %lld END", (long long)width);
+        return 0;
+    }
+    if (nbounds == 0) {
+        cdc__buf_puts(b, "0");
+        return 0;
+    }
+    if (nkey > 1) return sql_case_tree(b, keys, nkey, bounds, 0, nbounds);
+    cdc__buf_puts(b, "width_bucket(");
+    cdc__sql_keyexpr(b, &keys[0]);
+    cdc__buf_puts(b, ", ARRAY[");
+    for (size_t i = 0; i < nbounds; i++) {
+        cdc__keypart *parts;
+        size_t np;
+        if (cdc__key_parts(bounds[i].p, bounds[i].len, &parts, &np)) return CDC_ECORRUPT;
+        if (np != 1) {
+            cdc__keyparts_free(parts, np);
+            return CDC_EINVAL;
+        }
+        if (i) cdc__buf_puts(b, ",");
+        if (parts[0].type == CDC__KP_INT) cdc__buf_printf(b, "%lld", (long long)parts[0].i);
+        else cdc__sql_literal(b, parts[0].s, parts[0].n);
+        cdc__keyparts_free(parts, np);
+    }
+    cdc__buf_puts(b, keys[0].kind == CDC__KP_INT ? "]::bigint[])" : keys[0].uuid ? "]::uuid[])" : "]::text[])");
+    return 0;
+}
+
+/* ---- The hash query for users (API) ---- */
+
+int cdc_hash_sql(cdc_store_t *st, const char *table, const char *source_table,
+                 const cdc_hash_options_t *opts, char **sql, cdc_error_t *err)
+{
+    cdc_hash_options_t defo = {0};
+    if (!opts) opts = &defo;
+    if (!st || !table || !sql) return cdc__err(err, CDC_EINVAL, "cdc_hash_sql: bad arguments");
+    *sql = NULL;
+    const char *const *names;
+    size_t ncols;
+    int rc = cdc_store_columns(st, table, &names, &ncols, err);
+    if (rc) return rc;
+    /* The key columns and their kinds come from the first row's key. */
+    cdc_iter_t *it;
+    cdc_row_t row;
+    if ((rc = cdc_iter_open(st, table, NULL, &it, err))) return rc;
+    rc = cdc_iter_next(it, &row, err);
+    if (rc <= 0) {
+        cdc_iter_close(it);
+        return rc < 0 ? rc : cdc__err(err, CDC_ENOTFOUND, "table %s: no rows, so no key to range over", table);
+    }
+    cdc__keypart *parts = NULL;
+    size_t np = 0;
+    char **knames = NULL;
+    cdc__srckey *keys = NULL;
+    cdc__srccol *cols = cdc__calloc(ncols ? ncols : 1, sizeof *cols);
+    cdc__buf b = {0}, *bounds = NULL;
+    size_t nb = 0;
+    cdc_range_hash_t *ranges = NULL;
+    size_t nr = 0;
+    if ((rc = cdc__key_parts(row.key, row.key_len, &parts, &np))) {
+        rc = cdc__err(err, rc, "table %s: a stored key does not decode", table);
+        goto done;
+    }
+    knames = cdc__calloc(np, sizeof *knames);
+    if ((rc = cdc__json_object_keys(row.key_json, knames, np))) {
+        rc = cdc__err(err, CDC_ECORRUPT, "table %s: key %s: cannot read the column names", table, row.key_json);
+        goto done;
+    }
+    keys = cdc__calloc(np, sizeof *keys);
+    for (size_t i = 0; i < np; i++) {
+        keys[i].name = knames[i];
+        keys[i].kind = parts[i].type;
+        keys[i].string = 1;
+    }
+    for (size_t i = 0; i < ncols; i++) cols[i].name = names[i];
+    if (!opts->range_width && opts->ranges > 1) {
+        /* The bounds are the lower keys of the replica's quantile ranges. */
+        if ((rc = cdc_hash_ranges(st, table, opts, &ranges, &nr, err))) goto done;
+        bounds = cdc__calloc(nr ? nr : 1, sizeof *bounds);
+        for (size_t i = 1; i < nr; i++) {
+            if ((rc = cdc__key_from_json(ranges[i].lower_json, NULL, 0, &bounds[nb], err))) goto done;
+            nb++;
+        }
+    }
+    cdc__buf_puts(&b, "SELECT bucket AS range, rows,\n"
+                      "       lpad(to_hex((CASE WHEN s >= 9223372036854775808 THEN s - 18446744073709551616 ELSE s END)::bigint), 16, '0') AS hash\n"
+                      "FROM (SELECT bucket, count(*) AS rows,\n"
+                      "             (sum(h) % 18446744073709551616 + 18446744073709551616) % 18446744073709551616 AS s\n"
+                      "      FROM (SELECT ");
+    if ((rc = cdc__sql_bucket(&b, keys, np, opts->range_width, bounds, nb))) {
+        rc = cdc__err(err, rc, "table %s: %s", table,
+                      opts->range_width ? "width ranges need a single integer key" : "bad range bounds");
+        goto done;
+    }
+    cdc__buf_puts(&b, " AS bucket,\n                   ");
+    cdc__sql_rowhash(&b, cols, ncols, opts->algorithm);
+    cdc__buf_puts(&b, " AS h\n            FROM ");
+    cdc__sql_table(&b, source_table ? source_table : table);
+    cdc__buf_puts(&b, ") r\n      GROUP BY bucket) g\nORDER BY range;\n");
+    cdc__buf_putc(&b, 0);
+    *sql = b.p;
+    b.p = NULL;
+    rc = 0;
+done:
+    cdc_iter_close(it);
+    cdc__keyparts_free(parts, np);
+    if (knames)
+        for (size_t i = 0; i < np; i++) free(knames[i]);
+    free(knames);
+    free(keys);
+    free(cols);
+    for (size_t i = 0; i < nb; i++) cdc__buf_free(&bounds[i]);
+    free(bounds);
+    cdc_range_hashes_free(ranges, nr);
+    cdc__buf_free(&b);
+    return rc;
+}
