@@ -54,7 +54,7 @@ $(BUILD)/cdcstore: $(CLI_OBJS) $(BUILD)/libcdcstore.a
 # Unit tests link the static library (internal symbols included).
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libcdcstore.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(WARN) -std=gnu11 -Iinclude -Istore $(PKG_CFLAGS) -o $@ $< $(BUILD)/libcdcstore.a $(LDLIBS) -lcriterion
+	$(CC) $(CFLAGS) $(LDFLAGS) $(WARN) -std=gnu11 -Iinclude -Istore $(PKG_CFLAGS) -Iingest -o $@ $< $(BUILD)/libcdcstore.a $(LDLIBS) -lcriterion
 
 deps:
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \

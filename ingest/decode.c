@@ -1,6 +1,7 @@
 /*
  * decode.c: turns one Kafka record holding a Debezium PostgreSQL change event
- * (JSON, from JsonConverter) into a cdc__event for the guarded apply.  It is
+ * (JSON, from JsonConverter) into a cdc__event for the guarded apply
+ * (ingest/batch.c decodes batches of them and hands them to the store).  It is
  * the only file that knows cJSON, so swapping the JSON parser touches nothing
  * else.  What Debezium really emits is summed up in the project's research
  * note (debezium-postgres.md); the decisions taken here, and why:
@@ -10,13 +11,15 @@
  *    value and for the key.  A record whose value is NULL, or the JSON
  *    literal null, or a wrapped null payload, is a Kafka tombstone: it carries
  *    no change and decodes to 1.
- *  - Ops.  c, u, d, r are row changes.  t (truncate) decodes to an event with
- *    its table, LSN and snapshot marker but no key and no row: what a
- *    truncate means for the replica is the apply's decision, and it needs the
- *    table and the position for it.  m (a logical decoding message) decodes
- *    to op 'm' with no table: it changes no row, and the apply only counts
- *    it; its LSN and ts_ms are filled when present and never required.  Any
- *    other op is an error, never skipped silently.
+ *  - Ops.  The op letter stays here: the store is told what the event does
+ *    (store/internal.h, CDC__ACT_*).  c, u and r are upserts (r a snapshot
+ *    read), d a delete.  t (truncate) decodes to CDC__ACT_FLOOR with its
+ *    table, LSN and snapshot marker but no key and no row: every row of the
+ *    table below its version is deleted, which the store decides with the
+ *    table and the position.  m (a logical decoding message) decodes to
+ *    CDC__ACT_NOOP with no table: it changes no row, and the store only
+ *    counts it; its LSN and ts_ms are filled when present and never
+ *    required.  Any other op is an error, never skipped silently.
  *  - Positions.  source.lsn is required (except for incremental snapshot
  *    reads, which carry none: lsn 0 then) and must be an integral JSON number
  *    in 0..2^53, because cJSON keeps numbers as doubles and nothing above
@@ -64,7 +67,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "internal.h"
+#include "ingest.h"
 
 #define TWO53 9007199254740992.0
 #define PLACEHOLDER "__debezium_unavailable_value"
@@ -980,10 +983,13 @@ static int decode(dctx *c, cJSON *root, cdc__event *ev)
     if (!op) return fail(c, NULL, "unknown op: the envelope has no op field");
     if (!cJSON_IsString(op) || strlen(op->valuestring) != 1 || !strchr("cudrtm", op->valuestring[0]))
         return fail(c, NULL, "unknown op %s (expected c, u, d, r, t or m)", snippet(op, sn, sizeof sn));
-    ev->op = op->valuestring[0];
+    /* The op letter is Debezium's; the store is told what the event does. */
+    char opl = op->valuestring[0];
+    ev->action = opl == 'd' ? CDC__ACT_DELETE : opl == 't' ? CDC__ACT_FLOOR : opl == 'm' ? CDC__ACT_NOOP
+                                                                                       : CDC__ACT_UPSERT;
 
     const cJSON *src = member(env, "source");
-    if (ev->op == 'm') { /* a logical message: positions when usable, nothing required */
+    if (opl == 'm') { /* a logical message: positions when usable, nothing required */
         const cJSON *l = member(src, "lsn"), *ts = member(src, "ts_ms");
         if (is_absent(ts)) ts = member(env, "ts_ms");
         if (num_exact_int(l) && l->valuedouble >= 0) ev->lsn = (uint64_t)l->valuedouble;
@@ -998,7 +1004,7 @@ static int decode(dctx *c, cJSON *root, cdc__event *ev)
     if (table_name(c, src, &ev->table)) return CDC_EDECODE;
     c->table = ev->table;
     if (snapshot_kind(c, member(src, "snapshot"), &ev->snapshot)) return CDC_EDECODE;
-    if (ev->op == 'r' && ev->snapshot == CDC__SNAP_NONE) ev->snapshot = CDC__SNAP_TRUE;
+    if (opl == 'r' && ev->snapshot == CDC__SNAP_NONE) ev->snapshot = CDC__SNAP_TRUE;
     int present;
     if (read_lsn(c, member(src, "lsn"), &ev->lsn, &present)) return CDC_EDECODE;
     if (!present && ev->snapshot != CDC__SNAP_INCREMENTAL)
@@ -1011,21 +1017,21 @@ static int decode(dctx *c, cJSON *root, cdc__event *ev)
     if (!is_absent(after) && !cJSON_IsObject(after))
         return fail(c, NULL, "after is %s, not an object", json_kind(after));
 
-    if (ev->op == 't') {
+    if (opl == 't') {
         cdc__buf_put_varint(&ev->keycols, 0);
         cdc__buf_put_varint(&ev->row, 0);
         return 0;
     }
 
-    const cJSON *row = ev->op == 'd' ? before : after;
-    const char *which = ev->op == 'd' ? "before" : "after";
-    if (ev->op != 'd' && !cJSON_IsObject(row))
-        return fail(c, NULL, "after is missing: a %c event must carry the new row", ev->op);
+    const cJSON *row = opl == 'd' ? before : after;
+    const char *which = opl == 'd' ? "before" : "after";
+    if (opl != 'd' && !cJSON_IsObject(row))
+        return fail(c, NULL, "after is missing: a %c event must carry the new row", opl);
 
     cJSON *kroot;
     const cJSON *kobj, *fields;
     int rc = parse_kafka_key(c, &kroot, &kobj);
-    if (!rc) rc = decode_key(c, ev, kobj, row, ev->op != 'd');
+    if (!rc) rc = decode_key(c, ev, kobj, row, opl != 'd');
     if (!rc) rc = row_fields(c, schema, which, &fields);
     if (!rc) rc = decode_row(c, ev, row, fields);
     cJSON_Delete(kroot);
@@ -1058,16 +1064,6 @@ int cdc__decode_record(const cdc_record_t *rec, cdc__scale_fn scale, void *scale
     }
     *ev = tmp;
     return 0;
-}
-
-void cdc__event_free(cdc__event *ev)
-{
-    if (!ev) return;
-    free(ev->table);
-    ev->table = NULL;
-    cdc__buf_free(&ev->key);
-    cdc__buf_free(&ev->keycols);
-    cdc__buf_free(&ev->row);
 }
 
 int cdc__table_from_topic(const char *topic, char *out, size_t outsz)

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "ingest.h"
 
 /* ---- A minimal scanner for the flat kcat wrapper ---- */
 
@@ -214,7 +214,7 @@ static void add_line(batch *b, const char *line, size_t len, const char *source,
 
 typedef struct slot {
     batch b;
-    cdc__decoded *dec;
+    cdc__event *dec;
     int ready;          /* filled and decoded, waiting to be applied */
     int eof;            /* the last batch (possibly empty) */
     int read_errno;
@@ -307,7 +307,7 @@ int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_optio
         int eof = sl->eof;
         if (sl->b.n) {
             cdc_apply_result_t r;
-            rc = cdc__apply_decoded(st, sl->b.recs, sl->b.n, sl->dec, &o->apply, &r, err);
+            rc = cdc__store_apply_events(st, sl->b.recs, sl->dec, sl->b.n, &o->apply, &r, err);
             sl->dec = NULL;
             cdc__result_add(&tot, &r);
             if (o->progress) o->progress(o->progress_opaque, &tot, sl->bytes);
@@ -325,7 +325,7 @@ int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_optio
     }
     pthread_join(th, NULL);
     for (int i = 0; i < 2; i++) {
-        if (ps.slots[i].ready) cdc__decoded_free(ps.slots[i].dec, ps.slots[i].b.n);
+        if (ps.slots[i].ready) cdc__events_free(ps.slots[i].dec, ps.slots[i].b.n);
         free(ps.slots[i].b.recs);
         free(ps.slots[i].b.off);
         cdc__buf_free(&ps.slots[i].b.text);

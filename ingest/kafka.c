@@ -39,7 +39,7 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include "internal.h"
+#include "ingest.h"
 
 #define DEFAULT_BATCH_EVENTS 10000
 #define DEFAULT_BATCH_MS 100

@@ -95,7 +95,13 @@ int cdc__key_from_json(const char *json, const char *const *keycols, size_t nkey
  * n of them, each malloc'd into names.  0 ok, -1 malformed (nothing set). */
 int cdc__json_object_keys(const char *json, char **names, size_t n);
 
-/* ---- Event rows (decoder -> apply) ---- */
+/* ---- Decoded events: what a source hands the store ---- */
+
+/* A source (ingest/) turns each input record into one cdc__event and hands
+ * a batch of them, beside the records they came from, to
+ * cdc__store_apply_events().  The event says what happens to which row and
+ * carries the inputs of the ordering version; the store decides the version
+ * (store/apply.c) and knows nothing of the record's format. */
 
 /* Value tags in an event row: 0 = NULL, 1 = unavailable (unchanged TOAST),
  * n + 2 = n bytes of text follow. */
@@ -123,35 +129,46 @@ static inline int cdc__version_cmp(const cdc__version *a, const cdc__version *b)
     return 0;
 }
 
-/* Debezium's source.snapshot field. */
+/* What an event does. */
 enum {
-    CDC__SNAP_NONE = 0,   /* streamed change ("false" or absent) */
-    CDC__SNAP_TRUE,       /* "true", "first", "first_in_data_collection" */
-    CDC__SNAP_LAST,       /* "last" or "last_in_data_collection": the table's snapshot is complete */
-    CDC__SNAP_INCREMENTAL /* "incremental" (no LSN) */
+    CDC__ACT_UPSERT = 0, /* the row image becomes the key's row */
+    CDC__ACT_DELETE,     /* the key's row is deleted; row is the before image (may be empty) */
+    CDC__ACT_FLOOR,      /* no key: every row of the table below the event's version is deleted
+                          * (a truncate) */
+    CDC__ACT_NOOP,       /* changes no row; counted as "other" against table (may be NULL) */
+    CDC__ACT_TOMBSTONE,  /* a null record of the source: counted against table, nothing else */
+    CDC__ACT_DEAD        /* the record does not decode: dead-lettered with reason */
 };
 
-/* One decoded change event. Owned buffers are freed by cdc__event_free. */
+/* Where the event stands in a snapshot (Debezium's source.snapshot). */
+enum {
+    CDC__SNAP_NONE = 0,   /* streamed change ("false" or absent) */
+    CDC__SNAP_TRUE,       /* a snapshot read ("true", "first", "first_in_data_collection") */
+    CDC__SNAP_LAST,       /* the snapshot read that completes the table's snapshot ("last",
+                           * "last_in_data_collection") */
+    CDC__SNAP_INCREMENTAL /* "incremental": no LSN; sources dead-letter these, the store never
+                           * sees one */
+};
+
+/* One decoded event.  Owned buffers are freed by cdc__event_free. */
 typedef struct cdc__event {
-    char op;               /* 'c', 'u', 'd', 'r', 't' (truncate), 'm' (message, no row) */
+    int action;            /* CDC__ACT_* */
     int snapshot;          /* CDC__SNAP_* */
-    uint64_t lsn;
-    int64_t ts_ms;         /* source.ts_ms (envelope ts_ms when absent) */
-    char *table;           /* "schema.table", malloc'd */
+    uint64_t lsn;          /* the source's log position of the change (the snapshot's for reads) */
+    int64_t ts_ms;         /* the source's commit or read time */
+    char *table;           /* "schema.table", malloc'd; NULL: counted as no known table */
     cdc__buf key;          /* encoded primary key */
     cdc__buf keycols;      /* varint n, then n x (varint len, name) */
-    cdc__buf row;          /* event row of after (c, u, r) or before (d), may be empty */
-    int nunavailable;      /* columns carrying the TOAST placeholder */
+    cdc__buf row;          /* event row of the new image (upsert) or the before image (delete) */
+    int nunavailable;      /* columns carrying the unchanged-TOAST placeholder */
+    char *reason;          /* CDC__ACT_DEAD: why, malloc'd */
 } cdc__event;
 
 void cdc__event_free(cdc__event *ev);
 
-/* ---- Decoder (ingest/decode.c) ---- */
-
-/* Read-only settings the decoder consults: the type declared for a column
- * whose JSON value does not say it (envelopes without a schema).  Returns a
- * NUMERIC scale (>= 0), CDC__COL_NONE when nothing is declared, or one of the
- * time codes below. */
+/* Declared column types, for sources whose records do not say them
+ * (envelopes without a schema): a NUMERIC scale (>= 0), CDC__COL_NONE when
+ * nothing is declared, or one of the time codes below. */
 enum {
     CDC__COL_NONE = -1,
     CDC__COL_MICROTIMESTAMP = -2, /* timestamp as microseconds since 1970 (TIMESTAMP(4-6)) */
@@ -159,33 +176,18 @@ enum {
     CDC__COL_DATE = -4,           /* date as days since 1970 */
     CDC__COL_MICROTIME = -5,      /* time of day as microseconds */
 };
-typedef int (*cdc__scale_fn)(void *opaque, const char *table, const char *column);
+/* The type declared for table.column (cdc_store_set_column_type).  Reads
+ * settings only, so sources may call it from several threads while no
+ * declaration is being made. */
+int cdc__store_column_type(const cdc_store_t *st, const char *table, const char *column);
 
-/* Decodes one record.  Returns 0 and fills *ev; or 1 for a Kafka tombstone
- * (nothing to apply, ev untouched); or CDC_EDECODE with err naming the
- * problem (the caller dead-letters the record with its position).
- * table_hint is the table derived from the topic (may be NULL). */
-int cdc__decode_record(const cdc_record_t *rec, cdc__scale_fn scale, void *scale_opaque,
-                       cdc__event *ev, cdc_error_t *err);
-
-/* Maps a Debezium topic "prefix.schema.table" to "schema.table" in out
- * (size outsz).  0 ok, -1 when the topic does not have three parts. */
-int cdc__table_from_topic(const char *topic, char *out, size_t outsz);
-
-/* Adds the counts of r to *to (sources that apply batch after batch). */
-void cdc__result_add(cdc_apply_result_t *to, const cdc_apply_result_t *r);
-
-/* ---- Apply in two stages (store/apply.c) ---- */
-
-/* A decoded batch, opaque outside apply.c. */
-typedef struct cdc__decoded cdc__decoded;
-cdc__decoded *cdc__decode_batch(cdc_store_t *st, const cdc_record_t *recs, size_t n,
-                                const cdc_apply_options_t *opts, int threads);
-void cdc__decoded_free(cdc__decoded *dec, size_t n);
-/* cdc_store_apply() after decoding; consumes dec.  recs must be the records
- * dec was decoded from, still alive. */
-int cdc__apply_decoded(cdc_store_t *st, const cdc_record_t *recs, size_t n, cdc__decoded *dec,
-                       const cdc_apply_options_t *opts, cdc_apply_result_t *res, cdc_error_t *err);
+/* Applies a decoded batch under the version guard: evs[i] was decoded from
+ * recs[i] (whose positions, and bytes for dead letters, the store keeps).
+ * Consumes evs (frees every event and the array), also on error.  As
+ * cdc_store_apply() otherwise. */
+int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__event *evs, size_t n,
+                            const cdc_apply_options_t *opts, cdc_apply_result_t *res,
+                            cdc_error_t *err);
 
 /* ---- Stored values (store/codec.c) ---- */
 

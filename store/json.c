@@ -5,7 +5,8 @@
  * library: string literals (kcat -J lines), keys given as JSON (get, the
  * iterator's bounds, hash ranges) and the member names of a printed key.
  * Change events themselves are parsed by the decoder (ingest/decode.c), the
- * one file that knows cJSON; nothing here knows an envelope.
+ * one file that links the JSON parser library; nothing here knows an
+ * envelope.
  *
  * The key JSON read here is the text form of the key codec (store/codec.c):
  * an object naming the key columns, or an array of the values in key order;

@@ -470,7 +470,15 @@ void cdc_store_close(cdc_store_t *st)
 
 /* ---- Settings ---- */
 
-/* Records the declared type code of a column (see cdc__scale_fn). */
+int cdc__store_column_type(const cdc_store_t *st, const char *table, const char *column)
+{
+    for (size_t i = 0; i < st->nscales; i++)
+        if (!strcmp(st->scales[i].column, column) && !strcmp(st->scales[i].table, table))
+            return st->scales[i].scale;
+    return CDC__COL_NONE;
+}
+
+/* Records the declared type code of a column (see cdc__store_column_type). */
 static int set_column_code(cdc_store_t *st, const char *table, const char *column, int code,
                            cdc_error_t *err)
 {

@@ -18,6 +18,13 @@
 #include <cjson/cJSON.h>
 
 #include "internal.h"
+#include "ingest.h"
+
+/* What the decoder makes of a Debezium op letter. */
+static int act(char op)
+{
+    return op == 'd' ? CDC__ACT_DELETE : op == 't' ? CDC__ACT_FLOOR : op == 'm' ? CDC__ACT_NOOP : CDC__ACT_UPSERT;
+}
 
 /* ---- Helpers ---- */
 
@@ -223,7 +230,7 @@ static void check_doc_events(int with_key)
             continue;
         }
         cr_assert_eq(rc, 0, "offset %d: %s", d->offset, err.msg);
-        cr_expect_eq(ev.op, d->op, "offset %d op", d->offset);
+        cr_expect_eq(ev.action, act(d->op), "offset %d op", d->offset);
         cr_expect_eq(ev.lsn, d->lsn, "offset %d lsn", d->offset);
         cr_expect_str_eq(ev.table, "public.orders");
         cr_expect_eq(ev.snapshot, d->op == 'r' ? CDC__SNAP_TRUE : CDC__SNAP_NONE, "offset %d", d->offset);
@@ -256,7 +263,7 @@ Test(decode, document_update_envelope)
                             " \"op\": \"u\", \"ts_ms\": 1791196800123}");
     /* decimal.handling.mode=string: no scale declared, the text is kept */
     cr_assert_eq(cdc__decode_record(&r, NULL, NULL, &ev, &err), 0, "%s", err.msg);
-    cr_expect_eq(ev.op, 'u');
+    cr_expect_eq(ev.action, act('u'));
     cr_expect_eq(ev.lsn, 23861720);
     cr_expect_eq(ev.ts_ms, 1791196800123LL);
     cr_expect_str_eq(ev.table, "public.orders"); /* no source.schema: from the topic */
@@ -327,7 +334,7 @@ Test(decode, schemas_enabled)
     cdc_record_t r = rec_of("shop.public.orders", 3, SCHEMA_KEY, schema_value(SCHEMA_ROW, "u"));
     cdc_error_t err = {0};
     cr_assert_eq(cdc__decode_record(&r, scale_cb, &calls, &ev, &err), 0, "%s", err.msg);
-    cr_expect_eq(ev.op, 'u');
+    cr_expect_eq(ev.action, act('u'));
     cr_expect_eq(ev.lsn, 24023128);
     cr_expect_eq(ev.ts_ms, 1709214307999LL, "source.ts_ms wins over the envelope's");
     cr_expect_eq(ev.snapshot, CDC__SNAP_NONE);
@@ -363,7 +370,7 @@ Test(decode, schemas_enabled_delete_and_wrapped_null_key)
         "\"source\":{\"schema\":\"public\",\"table\":\"orders\",\"lsn\":77}}}";
     cdc__event ev = {0};
     expect_ok("{\"schema\":{\"type\":\"struct\"},\"payload\":{\"order_id\":9}}", v, &ev);
-    cr_expect_eq(ev.op, 'd');
+    cr_expect_eq(ev.action, act('d'));
     cr_expect_str_eq(keyjson(&ev), "{\"order_id\":9}");
     cr_expect_str_eq(col(&ev, "order_id"), "9");
     cdc__event_free(&ev);
@@ -416,7 +423,7 @@ Test(decode, truncate)
               "{\"op\":\"t\",\"before\":null,\"after\":null,\"ts_ms\":5,"
               "\"source\":{\"schema\":\"public\",\"table\":\"orders\",\"lsn\":900,\"ts_ms\":4}}",
               &ev);
-    cr_expect_eq(ev.op, 't');
+    cr_expect_eq(ev.action, act('t'));
     cr_expect_eq(ev.lsn, 900);
     cr_expect_eq(ev.ts_ms, 4);
     cr_expect_str_eq(ev.table, "public.orders");
@@ -436,7 +443,7 @@ Test(decode, message)
                             "\"message\":{\"prefix\":\"p\",\"content\":\"aGk=\"}}");
     cdc_error_t err = {0};
     cr_assert_eq(cdc__decode_record(&r, NULL, NULL, &ev, &err), 0, "%s", err.msg);
-    cr_expect_eq(ev.op, 'm');
+    cr_expect_eq(ev.action, act('m'));
     cr_expect_null(ev.table);
     cr_expect_eq(ev.lsn, 55);
     cr_expect_eq(ev.ts_ms, 7);
@@ -447,7 +454,7 @@ Test(decode, message)
     r.value = "{\"op\":\"m\",\"source\":\"whatever\"}";
     r.value_len = strlen(r.value);
     cr_assert_eq(cdc__decode_record(&r, NULL, NULL, &ev, &err), 0, "%s", err.msg);
-    cr_expect_eq(ev.op, 'm');
+    cr_expect_eq(ev.action, act('m'));
     cr_expect_eq(ev.lsn, 0);
     cdc__event_free(&ev);
 }
@@ -460,14 +467,15 @@ Test(decode, ops_c_u_d_r)
         snprintf(v, sizeof v, "{\"op\":\"%c\",\"after\":{\"order_id\":5,\"x\":1},\"source\":{\"lsn\":9}}", *o);
         cdc__event ev = {0};
         expect_ok("{\"order_id\":5}", v, &ev);
-        cr_expect_eq(ev.op, *o);
+        cr_expect_eq(ev.action, act(*o));
+        cr_expect_eq(ev.snapshot, *o == 'r' ? CDC__SNAP_TRUE : CDC__SNAP_NONE);
         cr_expect_str_eq(cols(&ev), "order_id,x");
         cdc__event_free(&ev);
     }
     cdc__event ev = {0};
     expect_ok("{\"order_id\":5}", "{\"op\":\"d\",\"before\":{\"order_id\":5,\"x\":1},\"after\":null,"
                                   "\"source\":{\"lsn\":9}}", &ev);
-    cr_expect_eq(ev.op, 'd');
+    cr_expect_eq(ev.action, act('d'));
     cr_expect_str_eq(cols(&ev), "order_id,x", "a delete's row is its before image");
     cdc__event_free(&ev);
 }
@@ -1211,12 +1219,12 @@ static void decode_real(const char *file, long line, const cdc_record_t *r, void
         return;
     }
     c->events++;
-    c->ops[(unsigned char)ev.op]++;
-    if (ev.op != 'm') {
+    c->ops[ev.action]++;
+    if (ev.action != CDC__ACT_NOOP) {
         cr_expect_not_null(ev.table);
         if (ev.snapshot != CDC__SNAP_INCREMENTAL) cr_expect_gt(ev.lsn, 0, "%s:%ld", file, line);
     }
-    if (ev.op == 'c' || ev.op == 'u' || ev.op == 'r' || ev.op == 'd') cr_expect_gt(ev.key.len, 0);
+    if (ev.action == CDC__ACT_UPSERT || ev.action == CDC__ACT_DELETE) cr_expect_gt(ev.key.len, 0);
     cdc__event_free(&ev);
 }
 
@@ -1229,8 +1237,9 @@ Test(decode_real, every_captured_record_decodes)
         return;
     }
     cr_expect_eq(c.events + c.tombstones, n);
-    cr_log_info("%zu records: %zu events (c %zu, u %zu, d %zu, r %zu, t %zu, m %zu), %zu tombstones", n, c.events,
-                c.ops['c'], c.ops['u'], c.ops['d'], c.ops['r'], c.ops['t'], c.ops['m'], c.tombstones);
+    cr_log_info("%zu records: %zu events (upserts %zu, deletes %zu, truncates %zu, messages %zu), %zu tombstones", n,
+                c.events, c.ops[CDC__ACT_UPSERT], c.ops[CDC__ACT_DELETE], c.ops[CDC__ACT_FLOOR], c.ops[CDC__ACT_NOOP],
+                c.tombstones);
 }
 
 /* One captured record, found by topic and offset, decoded. */
@@ -1279,7 +1288,7 @@ Test(decode_real, precise_decimals_with_declared_scale)
     struct loaded l;
     load("precise_decimal.jsonl", TOPIC, 0, scale_cb, &l);
     cr_assert_eq(l.rc, 0, "%s", l.msg);
-    cr_expect_eq(l.ev.op, 'r');
+    cr_expect_eq(l.ev.action, act('r'));
     cr_expect_eq(l.ev.snapshot, CDC__SNAP_TRUE, "snapshot \"first\"");
     cr_expect_eq(l.ev.lsn, 40477152);
     cr_expect_eq(l.ev.ts_ms, 1796232074629LL);
@@ -1300,7 +1309,7 @@ Test(decode_real, precise_decimals_with_declared_scale)
 
     load("precise_decimal.jsonl", TOPIC, 11, scale_cb, &l);
     cr_assert_eq(l.rc, 0, "%s", l.msg);
-    cr_expect_eq(l.ev.op, 'u');
+    cr_expect_eq(l.ev.action, act('u'));
     cr_expect_str_eq(col(&l.ev, "amount"), "-5.25");
     cr_expect_str_eq(col(&l.ev, "weight_kg"), "-0.001");
     cr_expect_str_eq(col(&l.ev, "status"), "<NULL>");
@@ -1337,7 +1346,7 @@ Test(decode_real, schemas_enabled)
 
     load("schemas_enabled.jsonl", TOPIC, 12, NULL, &l);
     cr_assert_eq(l.rc, 0, "%s", l.msg);
-    cr_expect_eq(l.ev.op, 'd');
+    cr_expect_eq(l.ev.action, act('d'));
     cr_expect_eq(l.ev.lsn, 45068312);
     cr_expect_str_eq(keyjson(&l.ev), "{\"order_id\":2}");
     cdc__event_free(&l.ev);
@@ -1359,14 +1368,14 @@ Test(decode_real, string_decimals_snapshot_markers_and_deletes)
     load("snapshot_stream.jsonl", TOPIC, 7, NULL, &l);
     cr_assert_eq(l.rc, 0, "%s", l.msg);
     cr_expect_eq(l.ev.snapshot, CDC__SNAP_NONE);
-    cr_expect_eq(l.ev.op, 'u');
+    cr_expect_eq(l.ev.action, act('u'));
     cr_expect_eq(l.ev.lsn, 31318712);
     cr_expect_str_eq(col(&l.ev, "status"), "shipped");
     cdc__event_free(&l.ev);
 
     load("snapshot_stream.jsonl", TOPIC, 12, NULL, &l);
     cr_assert_eq(l.rc, 0, "%s", l.msg);
-    cr_expect_eq(l.ev.op, 'd');
+    cr_expect_eq(l.ev.action, act('d'));
     cr_expect_str_eq(keyjson(&l.ev), "{\"order_id\":2}");
     cr_expect_str_eq(col(&l.ev, "order_id"), "2");
     cdc__event_free(&l.ev);

@@ -1,0 +1,49 @@
+/*
+ * ingest.h: what the files of ingest/ share.  Sources (the file reader,
+ * filesrc.c; the Kafka consumer, kafka.c) read records; the decoder
+ * (decode.c) turns one Debezium record into a cdc__event; batch.c decodes a
+ * batch of records in parallel and hands it to the store
+ * (cdc__store_apply_events, store/internal.h).  Nothing below ingest/ sees
+ * these declarations.
+ */
+#ifndef CDC_INGEST_H
+#define CDC_INGEST_H
+
+#include "internal.h"
+
+/* ---- Decoder (decode.c) ---- */
+
+/* The type declared for a column whose JSON value does not say it: a
+ * CDC__COL_* code or a NUMERIC scale (store/internal.h). */
+typedef int (*cdc__scale_fn)(void *opaque, const char *table, const char *column);
+
+/* Decodes one record.  Returns 0 and fills *ev (action UPSERT, DELETE,
+ * FLOOR or NOOP); or 1 for a Kafka tombstone (nothing to apply, ev
+ * untouched); or CDC_EDECODE with err naming the problem (the caller
+ * dead-letters the record with its position).  An incremental snapshot read
+ * decodes (snapshot CDC__SNAP_INCREMENTAL, lsn 0); cdc__decode_batch
+ * dead-letters it. */
+int cdc__decode_record(const cdc_record_t *rec, cdc__scale_fn scale, void *scale_opaque,
+                       cdc__event *ev, cdc_error_t *err);
+
+/* Maps a Debezium topic "prefix.schema.table" to "schema.table" in out
+ * (size outsz).  0 ok, -1 when the topic does not have three parts. */
+int cdc__table_from_topic(const char *topic, char *out, size_t outsz);
+
+/* ---- Batches (batch.c) ---- */
+
+/* Decodes n records into n events, every record accounted for: a record
+ * that does not decode becomes a CDC__ACT_DEAD event with its reason, a
+ * tombstone a CDC__ACT_TOMBSTONE event.  With threads > 1 the records are
+ * split between two threads.  Decoding only reads the store's settings, so
+ * it may run beside an apply of another batch (the file source's pipeline
+ * does).  Ownership: the array is freed by cdc__events_free or consumed by
+ * cdc__store_apply_events. */
+cdc__event *cdc__decode_batch(const cdc_store_t *st, const cdc_record_t *recs, size_t n,
+                              const cdc_apply_options_t *opts, int threads);
+void cdc__events_free(cdc__event *evs, size_t n);
+
+/* Adds the counts of r to *to (sources that apply batch after batch). */
+void cdc__result_add(cdc_apply_result_t *to, const cdc_apply_result_t *r);
+
+#endif
