@@ -31,7 +31,7 @@ DEB_PKGS := build-essential pkg-config librocksdb-dev librdkafka-dev libcjson-de
 	libcriterion-dev libpq-dev postgresql-15 postgresql-client-15 kcat curl jq maven openjdk-17-jdk-headless \
 	gnuplot-nox time python3
 
-.PHONY: all lib deps test test-unit test-asan test-install test-e2e demo pipeline-demo install clean bench
+.PHONY: all lib deps test test-unit test-asan test-install test-compat test-e2e demo pipeline-demo install clean bench
 
 all: lib $(BUILD)/cdcstore
 
@@ -82,12 +82,17 @@ test-unit-asan: all $(TEST_BINS)
 test: deps
 	$(MAKE) test-unit
 	$(MAKE) test-install
+	$(MAKE) test-compat
 	$(MAKE) test-asan
 	$(MAKE) test-query
 	$(MAKE) test-e2e
 
 test-install: all
 	@bash tests/install_test.sh
+
+# A replica written by an earlier build opens and reads the same.
+test-compat: all
+	@bash tests/compat/run.sh
 
 test-e2e: all
 	@if [ -f tests/e2e/run.sh ]; then bash tests/e2e/run.sh; else echo "end-to-end suite not present"; fi
