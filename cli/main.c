@@ -384,13 +384,12 @@ static int cmd_get(int argc, char **argv)
 
 static void print_stats(const char *name, const cdc_stats_t *s, int json, int first)
 {
-    const char *names[] = {"events_read", "applied", "stale", "duplicate", "tombstones", "deletes",
-                           "resurrections_blocked", "placeholders_kept", "placeholders_unresolved",
-                           "gap_deletes", "other_events", "dead_letters", "rows_live", "rows_deleted",
-                           "tombstones_purged"};
-    uint64_t v[] = {s->events_read, s->applied, s->stale, s->duplicate, s->tombstones, s->deletes,
-                    s->resurrections_blocked, s->placeholders_kept, s->placeholders_unresolved, s->gap_deletes,
-                    s->other_events, s->dead_letters, s->rows_live, s->rows_deleted, s->tombstones_purged};
+#define STATS_NAME(field, SLOT, slot, what) #field,
+#define STATS_VALUE(field, SLOT, slot, what) s->field,
+    const char *names[] = {CDC_STATS_MAP(STATS_NAME)};
+    uint64_t v[] = {CDC_STATS_MAP(STATS_VALUE)};
+#undef STATS_NAME
+#undef STATS_VALUE
     size_t n = sizeof v / sizeof v[0];
     if (json) {
         printf("%s\"%s\":{", first ? "" : ",", name);

@@ -305,22 +305,34 @@ CDC_API int cdc_export_fd(cdc_store_t *st, const char *table, const cdc_export_o
 
 /* ---- Counters ---- */
 
+/* The counters, in one list: XX(field, SLOT, slot, description).  It makes
+ * cdc_stats_t's fields (in this order, which is also the order `cdcstore
+ * stats` prints them in, under the field's name, and their --json keys) and
+ * the library's internal slots.  slot is the counter's place in the record
+ * each replica keeps per table: a new counter takes the next free slot,
+ * and no slot is ever reused or moved, so that replicas written before it
+ * read as they were (the counter reads 0 there). */
+#define CDC_STATS_MAP(XX)                                                                              \
+    XX(events_read, READ, 0, "records that reached the decoder")                                        \
+    XX(applied, APPLIED, 1, "writes that changed the replica")                                          \
+    XX(stale, STALE, 2, "older than the stored version")                                                \
+    XX(duplicate, DUPLICATE, 3, "the same version as stored (or as a newer one in the batch)")          \
+    XX(tombstones, TOMBSTONES, 4, "Kafka tombstones (null values)")                                     \
+    XX(deletes, DELETES, 5, "delete events applied")                                                    \
+    XX(resurrections_blocked, RESURRECTIONS, 6, "non-delete events refused: a newer delete is stored")  \
+    XX(placeholders_kept, PLACEHOLDERS, 7, "unchanged TOASTed columns whose stored value was kept")     \
+    XX(placeholders_unresolved, UNRESOLVED, 13, "unchanged TOASTed columns with no stored value")       \
+    XX(gap_deletes, GAP_DELETES, 8, "rows deleted: a completed snapshot did not contain them")          \
+    XX(other_events, OTHER, 12, "events that carry no row change (op m)")                               \
+    XX(dead_letters, DEAD, 9, "records written to the dead-letter store")                               \
+    XX(rows_live, LIVE, 10, "non-deleted rows (maintained on apply)")                                   \
+    XX(rows_deleted, DELETED, 11, "tombstones kept")                                                    \
+    XX(tombstones_purged, PURGED, 14, "tombstones removed by cdc_store_gc()")
+
 typedef struct cdc_stats {
-    uint64_t events_read;        /* records that reached the decoder */
-    uint64_t applied;            /* writes that changed the replica */
-    uint64_t stale;              /* older than the stored version */
-    uint64_t duplicate;          /* the same version as stored (or as a newer one in the batch) */
-    uint64_t tombstones;         /* Kafka tombstones (null values) */
-    uint64_t deletes;            /* delete events applied */
-    uint64_t resurrections_blocked; /* non-delete events refused because a newer delete is stored */
-    uint64_t placeholders_kept;  /* unchanged TOASTed columns whose stored value was kept */
-    uint64_t gap_deletes;        /* rows deleted because a completed snapshot did not contain them */
-    uint64_t dead_letters;
-    uint64_t rows_live;          /* non-deleted rows (maintained on apply) */
-    uint64_t rows_deleted;       /* tombstones kept */
-    uint64_t other_events;       /* events that carry no row change (op "m") */
-    uint64_t placeholders_unresolved; /* unchanged TOASTed columns with no stored value to keep */
-    uint64_t tombstones_purged;  /* tombstones removed by cdc_store_gc() */
+#define CDC__STATS_FIELD(field, SLOT, slot, what) uint64_t field;
+    CDC_STATS_MAP(CDC__STATS_FIELD)
+#undef CDC__STATS_FIELD
 } cdc_stats_t;
 
 /* Counters for one table, or the totals when table is NULL.

@@ -769,11 +769,9 @@ void cdc_iter_close(cdc_iter_t *it)
 
 static void stats_out(const uint64_t *s, cdc_stats_t *o)
 {
-    uint64_t *f[] = {&o->events_read, &o->applied, &o->stale, &o->duplicate, &o->tombstones,
-                     &o->deletes, &o->resurrections_blocked, &o->placeholders_kept, &o->gap_deletes,
-                     &o->dead_letters, &o->rows_live, &o->rows_deleted, &o->other_events,
-                     &o->placeholders_unresolved, &o->tombstones_purged};
-    for (int i = 0; i < CDC__NSTATS; i++) *f[i] += s[i];
+#define STATS_ADD(field, SLOT, slot, what) o->field += s[CDC__ST_##SLOT];
+    CDC_STATS_MAP(STATS_ADD)
+#undef STATS_ADD
 }
 
 int cdc_store_stats(cdc_store_t *st, const char *table, cdc_stats_t *out, cdc_error_t *err)

@@ -10,13 +10,22 @@
 
 #include "internal.h"
 
-/* Counter slots, persisted per table in this order (cdc_stats_t's order). */
+/* Counter slots, persisted per table in slot order (CDC_STATS_MAP in
+ * include/cdcstore.h: the one list of counters). */
 enum {
-    CDC__ST_READ, CDC__ST_APPLIED, CDC__ST_STALE, CDC__ST_DUPLICATE, CDC__ST_TOMBSTONES,
-    CDC__ST_DELETES, CDC__ST_RESURRECTIONS, CDC__ST_PLACEHOLDERS, CDC__ST_GAP_DELETES,
-    CDC__ST_DEAD, CDC__ST_LIVE, CDC__ST_DELETED, CDC__ST_OTHER, CDC__ST_UNRESOLVED,
-    CDC__ST_PURGED, CDC__NSTATS
+#define CDC__STATS_SLOT(field, SLOT, slot, what) CDC__ST_##SLOT = slot,
+    CDC_STATS_MAP(CDC__STATS_SLOT)
+#undef CDC__STATS_SLOT
+#define CDC__STATS_ONE(field, SLOT, slot, what) +1
+    CDC__NSTATS = 0 CDC_STATS_MAP(CDC__STATS_ONE)
+#undef CDC__STATS_ONE
 };
+/* Slots are dense, 0 .. CDC__NSTATS - 1 (the sum of distinct slots below N
+ * is N(N-1)/2 only then). */
+#define CDC__STATS_SUM(field, SLOT, slot, what) +slot
+_Static_assert((0 CDC_STATS_MAP(CDC__STATS_SUM)) == CDC__NSTATS * (CDC__NSTATS - 1) / 2,
+               "counter slots must be dense");
+#undef CDC__STATS_SUM
 
 typedef struct cdc__table {
     char *name;                          /* "schema.table"; "" = records of no known table */
