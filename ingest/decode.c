@@ -122,15 +122,8 @@ static int fail(const dctx *c, const char *column, const char *fmt, ...)
     cdc__buf_puts(&m, ": ");
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    cdc__buf_vprintf(&m, fmt, ap);
     va_end(ap);
-    if (n > 0) {
-        cdc__buf_reserve(&m, (size_t)n + 1);
-        va_start(ap, fmt);
-        vsnprintf(m.p + m.len, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-        m.len += (size_t)n;
-    }
     cdc__buf_putc(&m, 0);
     cdc__err(c->err, CDC_EDECODE, "%s", m.p);
     cdc__buf_free(&m);

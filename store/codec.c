@@ -107,18 +107,28 @@ void cdc__buf_put_i64(cdc__buf *b, int64_t v)
 
 void cdc__buf_puts(cdc__buf *b, const char *s) { cdc__buf_put(b, s, strlen(s)); }
 
+/* Formats into the buffer's free room, growing it once when the text does
+ * not fit (never a NULL destination: the sanitizers' builds warn on it). */
+void cdc__buf_vprintf(cdc__buf *b, const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    cdc__buf_reserve(b, 64);
+    int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    if (n >= 0 && (size_t)n >= b->cap - b->len) {
+        cdc__buf_reserve(b, (size_t)n + 1);
+        n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, again);
+    }
+    va_end(again);
+    if (n > 0) b->len += (size_t)n;
+}
+
 void cdc__buf_printf(cdc__buf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    cdc__buf_vprintf(b, fmt, ap);
     va_end(ap);
-    if (n < 0) return;
-    cdc__buf_reserve(b, (size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
 }
 
 void cdc__buf_put_varint(cdc__buf *b, uint64_t v)

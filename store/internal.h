@@ -53,6 +53,7 @@ static inline void cdc__buf_putc(cdc__buf *b, char c)
 void cdc__buf_put_i64(cdc__buf *b, int64_t v);
 void cdc__buf_puts(cdc__buf *b, const char *s);
 void cdc__buf_printf(cdc__buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cdc__buf_vprintf(cdc__buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 void cdc__buf_put_varint(cdc__buf *b, uint64_t v);
 void cdc__buf_put_u64be(cdc__buf *b, uint64_t v);
 void cdc__buf_free(cdc__buf *b);
