@@ -41,7 +41,7 @@ static char *table_of_topic(const cdc_record_t *r)
     return NULL;
 }
 
-static void dead(cdc__event *ev, const cdc_record_t *r, const char *why)
+void cdc__event_dead(cdc__event *ev, const cdc_record_t *r, const char *why)
 {
     cdc__event_free(ev);
     memset(ev, 0, sizeof *ev);
@@ -53,11 +53,18 @@ static void dead(cdc__event *ev, const cdc_record_t *r, const char *why)
 static void decode_one(const decode_job *j, const cdc_record_t *r, cdc__event *ev)
 {
     cdc_error_t e;
+    if (r->offset >= 0 && (r->partition < 0 || r->offset == INT64_MAX)) {
+        char b[160];
+        snprintf(b, sizeof b, "position out of range: partition %d, offset %lld", (int)r->partition,
+                 (long long)r->offset);
+        cdc__event_dead(ev, r, b);
+        return;
+    }
     if (r->value_len + r->key_len > j->max_bytes) {
         char b[256];
         snprintf(b, sizeof b, "record of %zu bytes exceeds the limit of %zu bytes", r->value_len + r->key_len,
                  j->max_bytes);
-        dead(ev, r, b);
+        cdc__event_dead(ev, r, b);
         return;
     }
     e.msg[0] = 0;
@@ -67,12 +74,12 @@ static void decode_one(const decode_job *j, const cdc_record_t *r, cdc__event *e
         ev->action = CDC__ACT_TOMBSTONE;
         ev->table = table_of_topic(r);
     } else if (rc) {
-        dead(ev, r, e.msg[0] ? e.msg : "record does not decode");
+        cdc__event_dead(ev, r, e.msg[0] ? e.msg : "record does not decode");
     } else if (ev->snapshot == CDC__SNAP_INCREMENTAL) {
         /* Counted against the table the event names, as any event of it. */
         char *table = ev->table;
         ev->table = NULL;
-        dead(ev, r, "incremental snapshot reads carry no LSN; cdcstore does not order them yet");
+        cdc__event_dead(ev, r, "incremental snapshot reads carry no LSN; cdcstore does not order them yet");
         free(ev->table);
         ev->table = table;
     } else if (ev->action == CDC__ACT_NOOP && !ev->table) {

@@ -134,15 +134,19 @@ typedef struct batch {
     size_t n, cap;
     cdc__buf text;          /* lines and unescaped strings; records hold offsets until sealed */
     size_t *off;            /* per record: offsets of topic, key, value into text (or SIZE_MAX) */
+    const char **bad;       /* per record: why its position is unusable, or NULL */
 } batch;
 
-static void batch_add(batch *b, const cdc_record_t *r, size_t topic_off, size_t key_off, size_t val_off)
+static void batch_add(batch *b, const cdc_record_t *r, size_t topic_off, size_t key_off, size_t val_off,
+                      const char *bad)
 {
     if (b->n == b->cap) {
         b->cap = b->cap ? b->cap * 2 : 1024;
         b->recs = cdc__realloc(b->recs, b->cap * sizeof *b->recs);
         b->off = cdc__realloc(b->off, b->cap * 3 * sizeof *b->off);
+        b->bad = cdc__realloc(b->bad, b->cap * sizeof *b->bad);
     }
+    b->bad[b->n] = bad;
     b->recs[b->n] = *r;
     b->off[b->n * 3] = topic_off;
     b->off[b->n * 3 + 1] = key_off;
@@ -169,9 +173,22 @@ static size_t put_text(cdc__buf *t, const char *s, size_t n)
     return o;
 }
 
-static int64_t parse_int(const char *v)
+/* A position field (the JSON number token at v) as an integer in 0..max;
+ * -1 when it is anything else (a fraction, an exponent, a sign, a string,
+ * null, or out of range).  Positions decide where a rerun resumes, so a
+ * value is taken exactly or not at all. */
+static int64_t parse_position(const char *v, int64_t max)
 {
-    return v ? strtoll(v, NULL, 10) : -1;
+    uint64_t x = 0;
+    const char *p = v;
+    if (!p || *p < '0' || *p > '9') return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        x = x * 10 + (uint64_t)(*p - '0');
+        if (x > (uint64_t)max) return -1;
+    }
+    if (*p && !strchr(",}] \t\r\n", *p)) return -1; /* a fraction, an exponent, a letter */
+    if (v[0] == '0' && p > v + 1) return -1;        /* a leading zero is not JSON */
+    return (int64_t)x;
 }
 
 /* Adds one input line to the batch. */
@@ -185,14 +202,19 @@ static void add_line(batch *b, const char *line, size_t len, const char *source,
     size_t mark = b->text.len;
     int kind = scan_line(line, line + len, &f, &b->text);
     size_t toff = NONE, koff = NONE, voff = NONE;
+    const char *bad = NULL;
     if (kind == LINE_KCAT) {
         toff = f.topic;
         koff = f.key;
         voff = f.payload;
         r.key_len = f.key_len;
         r.value_len = f.payload_len;
-        r.partition = f.partition ? (int32_t)parse_int(f.partition) : 0;
-        r.offset = f.offset ? parse_int(f.offset) : -1;
+        int64_t part = f.partition ? parse_position(f.partition, INT32_MAX) : 0;
+        /* INT64_MAX is no offset: the replica stores the next one to read */
+        r.offset = f.offset ? parse_position(f.offset, INT64_MAX - 1) : -1;
+        r.partition = part >= 0 ? (int32_t)part : 0;
+        if (part < 0) bad = "the partition is not an integer in 0..2^31-1";
+        else if (f.offset && r.offset < 0) bad = "the offset is not an integer in 0..2^63-2";
     } else {
         /* A bare envelope, or a line that is not JSON at all: the decoder
          * gets the raw line, and rejects the latter with a clear reason (it
@@ -201,7 +223,8 @@ static void add_line(batch *b, const char *line, size_t len, const char *source,
         voff = put_text(&b->text, line, len);
         r.value_len = len;
     }
-    batch_add(b, &r, toff, koff, voff);
+    if (bad) r.offset = -1; /* dead-lettered by its file and line instead */
+    batch_add(b, &r, toff, koff, voff, bad);
 }
 
 /* ---- The pipeline ----
@@ -266,6 +289,8 @@ static void *reader_main(void *arg)
         sl->lineno = lineno;
         batch_seal(&sl->b);
         sl->dec = sl->b.n ? cdc__decode_batch(ps->st, sl->b.recs, sl->b.n, ps->aopts, 1) : NULL;
+        for (size_t i = 0; i < sl->b.n; i++)
+            if (sl->b.bad[i]) cdc__event_dead(&sl->dec[i], &sl->b.recs[i], sl->b.bad[i]);
         pthread_mutex_lock(&ps->mu);
         sl->ready = 1;
         pthread_cond_broadcast(&ps->cv);
@@ -328,6 +353,7 @@ int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_optio
         if (ps.slots[i].ready) cdc__events_free(ps.slots[i].dec, ps.slots[i].b.n);
         free(ps.slots[i].b.recs);
         free(ps.slots[i].b.off);
+        free(ps.slots[i].b.bad);
         cdc__buf_free(&ps.slots[i].b.text);
     }
     pthread_mutex_destroy(&ps.mu);

@@ -310,7 +310,7 @@ static void dlq_put(cdc_store_t *st, rocksdb_writebatch_t *wb, const cdc_record_
     cdc__buf_put_varint(&v, strlen(topic));
     cdc__buf_puts(&v, topic);
     cdc__buf_put_varint(&v, (uint64_t)(uint32_t)r->partition);
-    cdc__buf_put_varint(&v, (uint64_t)(r->offset + 1));
+    cdc__buf_put_varint(&v, (uint64_t)r->offset + 1); /* 0: no offset */
     const char *src = r->source ? r->source : "";
     cdc__buf_put_varint(&v, strlen(src));
     cdc__buf_puts(&v, src);
@@ -373,7 +373,9 @@ typedef struct apply_ctx {
 
 static void pos_note(apply_ctx *a, const cdc_record_t *r)
 {
-    if (r->offset < 0) return;
+    /* Positions are stored as offset + 1; one that cannot be is not a
+     * position (sources dead-letter such records). */
+    if (r->offset < 0 || r->offset == INT64_MAX || r->partition < 0) return;
     const char *topic = r->topic ? r->topic : "";
     for (size_t i = 0; i < a->npu; i++)
         if (a->pu[i].partition == r->partition && !strcmp(a->pu[i].topic, topic)) {

@@ -280,9 +280,15 @@ static int load_meta(cdc_store_t *st, cdc_error_t *err)
             char *topic = cdc__strndup(k + 2, (size_t)(z - (k + 2)));
             uint64_t x;
             if (k[0] == 'P') {
-                if (cdc__get_varint(&p, end, &x)) { free(topic); continue; }
+                /* stored as offset + 1; an offset of 2^63 - 1 or more was
+                 * never a position (sources refuse it): not loaded */
+                if (cdc__get_varint(&p, end, &x) || x == 0 || x > (uint64_t)INT64_MAX) {
+                    cdc__log(st, CDC_LOG_WARN, "open", "position of %s[%d] out of range: ignored", topic, (int)part);
+                    free(topic);
+                    continue;
+                }
                 st->pos = cdc__realloc(st->pos, (st->npos + 1) * sizeof *st->pos);
-                st->pos[st->npos++] = (cdc__pos){topic, part, (int64_t)x - 1};
+                st->pos[st->npos++] = (cdc__pos){topic, part, (int64_t)(x - 1)};
             } else {
                 if ((size_t)(k + kl - z) < 13 || cdc__get_varint(&p, end, &x)) { free(topic); continue; }
                 uint64_t off = 0;

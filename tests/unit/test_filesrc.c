@@ -136,3 +136,89 @@ Test(filesrc, missing_file_names_it)
     tu_rmrf(dir);
     free(dir);
 }
+
+/* A source position decides where a rerun resumes: a partition or offset
+ * that is not a non-negative integer in range is a dead letter (named by
+ * its file and line), never rounded, cut or wrapped; the good records
+ * around it apply, and the replica opens again afterwards. */
+Test(filesrc, bad_positions_are_dead_letters)
+{
+#define KREC(part, off, id)                                                                                  \
+    "{\"topic\":\"x.public.p\",\"partition\":" part ",\"offset\":" off ",\"key\":\"{\\\"id\\\":" id "}\","      \
+    "\"payload\":\"{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":" id "},\\\"source\\\":{\\\"lsn\\\":10}}\"}\n"
+    const char *bad[] = {KREC("0", "9223372036854775813", "1"), /* 2^63 + 5 */
+                         KREC("0", "9223372036854775807", "2"), /* 2^63 - 1: no next offset */
+                         KREC("1099511627776", "3", "3"),       /* partition 2^40 */
+                         KREC("-1", "3", "4"),
+                         KREC("0", "1.5", "5"),
+                         KREC("0", "\\\"7\\\"", "6"),
+                         KREC("0", "null", "7"),
+                         KREC("0", "-4", "8"),
+                         KREC("0", "1e3", "9"),
+                         KREC("0", "007", "10")};
+    size_t nbad = sizeof bad / sizeof bad[0];
+    char text[8192] = "";
+    strcat(text, KREC("0", "40", "100"));
+    for (size_t i = 0; i < nbad; i++) strcat(text, bad[i]);
+    strcat(text, KREC("2", "41", "101"));
+    char *path = write_tmp(text);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    cdc_apply_result_t r;
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_apply_file(st, path, NULL, &r, &e), 0, "%s", e.msg);
+    cr_expect_eq(r.read, nbad + 2);
+    cr_expect_eq(r.dead_letters, nbad, "every bad position is a dead letter");
+    char *v = tu_export(st, "public.p", 0);
+    cr_expect_str_eq(v, "id\n100\n101\n", "only the well-placed records apply");
+    free(v);
+    cdc_dlq_iter_t *it;
+    cdc_dead_letter_t dl;
+    cr_assert_eq(cdc_dlq_open(st, &it, NULL), 0);
+    size_t n = 0;
+    while (cdc_dlq_next(it, &dl, NULL) == 1) {
+        cr_expect(strstr(dl.reason, "partition") || strstr(dl.reason, "offset"), "%s", dl.reason);
+        cr_expect(strstr(dl.reason, path), "the reason names the file: %s", dl.reason);
+        cr_expect_eq(dl.offset, -1, "no position is kept for it");
+        n++;
+    }
+    cdc_dlq_close(it);
+    cr_expect_eq(n, nbad);
+    cdc_store_close(st);
+    st = tu_open(dir); /* opens again, with the good positions only */
+    int64_t off = -2;
+    cr_expect_eq(cdc_store_position(st, "x.public.p", 0, &off, NULL), 0);
+    cr_expect_eq(off, 40);
+    cr_expect_eq(cdc_store_position(st, "x.public.p", 2, &off, NULL), 0);
+    cr_expect_eq(off, 41);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    unlink(path);
+    free(path);
+#undef KREC
+}
+
+/* The same through the API: a record whose offset leaves no next offset
+ * (2^63 - 1) or whose partition is negative is a dead letter. */
+Test(filesrc, api_positions_out_of_range)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    char *env = tu_env("c", NULL, "{\"id\":1}", 10, NULL);
+    cdc_record_t recs[3] = {tu_rec("x.public.q", 0, 5, "{\"id\":1}", env),
+                            tu_rec("x.public.q", 0, 0, "{\"id\":1}", env),
+                            tu_rec("x.public.q", -3, 6, "{\"id\":1}", env)};
+    recs[1].offset = INT64_MAX;
+    cdc_apply_result_t r = tu_apply(st, recs, 3);
+    cr_expect_eq(r.dead_letters, 2);
+    cdc_store_close(st);
+    st = tu_open(dir);
+    int64_t off = -2;
+    cr_expect_eq(cdc_store_position(st, "x.public.q", 0, &off, NULL), 0);
+    cr_expect_eq(off, 5);
+    cdc_store_close(st);
+    free(env);
+    tu_rmrf(dir);
+    free(dir);
+}
