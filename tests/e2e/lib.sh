@@ -59,8 +59,9 @@ e2e_config() {
 }
 
 # Processes this script started (changegen, cdcstore ingest): the cleanup
-# ends them by pid.
+# ends them by pid. E2E_LOG_OF: the log of each cdcstore ingest, by pid.
 E2E_PIDS=()
+declare -A E2E_LOG_OF=()
 
 e2e_log() { printf '# [%3ds] %s\n' "$((SECONDS - E2E_T0))" "$*"; }
 e2e_die() {
@@ -69,6 +70,23 @@ e2e_die() {
 }
 
 now_ms() { date +%s%3N; }
+
+# reason_of FILE: the line of a process's stderr or log that says why it
+# failed: the last one that speaks of an error, else the last one.
+reason_of() {
+    [[ -s $1 ]] || return 0
+    { grep -i 'error\|fatal\|exception' "$1" || grep -v '^[[:space:]]*$' "$1"; } | tail -n 1 | cut -c1-300
+}
+
+# tail_of FILE [N]: the last N (default 5) non-blank lines of FILE, indented,
+# after a line naming it: what a process said before it failed, for the
+# failure message of a check. Nothing when FILE is missing or empty.
+tail_of() {
+    local f=$1 n=${2:-5}
+    [[ -s $f ]] || return 0
+    echo "last lines of $f:"
+    grep -v '^[[:space:]]*$' "$f" | tail -n "$n" | cut -c1-400 | sed 's/^/  /'
+}
 
 # Builds cdcstore, changegen and e2e_kafka when missing or older than their sources.
 e2e_build() {
@@ -112,9 +130,17 @@ topics() {
 reset_source() {
     local c
     for c in $(curl -fsS --max-time 30 "$CONNECT_URL/connectors" | jq -r '.[]'); do
-        "$CONN" delete "$c" >>"$WORK/connector.log" 2>&1 || return 1
+        "$CONN" delete "$c" >>"$WORK/connector.log" 2>&1 || {
+            echo "connector.sh delete $c failed: $(reason_of "$WORK/connector.log")"
+            tail_of "$WORK/connector.log"
+            return 1
+        }
     done
-    "$STACK" reset-db >>"$WORK/stack.log" 2>&1 || return 1
+    "$STACK" reset-db >>"$WORK/stack.log" 2>&1 || {
+        echo "stack.sh reset-db failed: $(reason_of "$WORK/stack.log")"
+        tail_of "$WORK/stack.log"
+        return 1
+    }
     app_psql -c "ALTER TABLE public.orders REPLICA IDENTITY ${E2E_ORDERS_IDENTITY^^}"
 }
 
@@ -146,15 +172,21 @@ start_ingest() {
         >>"$logf" 2>&1 &
     printf -v "$var" '%s' "$!"
     E2E_PIDS+=("$!")
+    E2E_LOG_OF[$!]=$logf
 }
 
 # stop_ingest PID: SIGTERM (the current batch is finished), waits; returns
-# ingest's exit status (0: stopped by the signal, no dead letters).
+# ingest's exit status (0: stopped by the signal, no dead letters). When it
+# is not 0, prints it and the end of the ingest's log.
 stop_ingest() {
     local pid=$1 rc
     kill -TERM "$pid" 2>/dev/null
     wait "$pid"
     rc=$?
+    if ((rc != 0)); then
+        echo "cdcstore ingest (pid $pid) exited $rc: $(reason_of "${E2E_LOG_OF[$pid]:-}")"
+        tail_of "${E2E_LOG_OF[$pid]:-}"
+    fi
     return "$rc"
 }
 
@@ -165,6 +197,23 @@ start_gen() {
     "$CHANGEGEN" "$@" >"$out" 2>"$out.err" &
     printf -v "$var" '%s' "$!"
     E2E_PIDS+=("$!")
+}
+
+# gen_wait PID OUT: waits for the changegen started with start_gen ... OUT;
+# prints "N changes at R/s" from its summary line. When it failed (an exit
+# status other than 0, or no summary line), prints its exit status, its error
+# and the end of its stderr (OUT.err) instead, and returns 1.
+gen_wait() {
+    local pid=$1 out=$2 rc n
+    wait "$pid"
+    rc=$?
+    n=$(gen_changes "$out")
+    if ((rc != 0)) || [[ -z $n ]]; then
+        echo "changegen (pid $pid) exited $rc${n:+ after $n changes}: $(reason_of "$out.err")"
+        tail_of "$out.err"
+        return 1
+    fi
+    echo "$n changes at $(gen_rate "$out")/s"
 }
 
 # gen_rate OUT: "changes/s" from changegen's summary line.
@@ -182,11 +231,21 @@ register_connector() {
     local extra=()
     read -ra extra <<<"${E2E_CONNECTOR_OPTS:-}"
     "$CONN" register "$1" "topic.prefix=$2" "schemas.enable=$E2E_SCHEMAS" \
-        "decimal.handling.mode=$E2E_DECIMAL_MODE" "${extra[@]}" >>"$WORK/connector.log" 2>&1
+        "decimal.handling.mode=$E2E_DECIMAL_MODE" "${extra[@]}" >>"$WORK/connector.log" 2>&1 || {
+        echo "connector.sh register $1 failed: $(reason_of "$WORK/connector.log")"
+        tail_of "$WORK/connector.log"
+        return 1
+    }
 }
 
 # wait_streaming NAME [SECONDS]: the connector's task runs and its slot streams.
-wait_streaming() { "$CONN" wait-running "$1" "${2:-180}" >>"$WORK/connector.log" 2>&1; }
+wait_streaming() {
+    "$CONN" wait-running "$1" "${2:-180}" >>"$WORK/connector.log" 2>&1 || {
+        echo "connector.sh wait-running $1 ${2:-180} failed: $(reason_of "$WORK/connector.log")"
+        tail_of "$WORK/connector.log"
+        return 1
+    }
+}
 
 # wait_drained SLOT GROUP PREFIX [SECONDS]: waits until everything written at
 # the source so far is in the replica: the slot's walsender has sent the WAL up

@@ -76,13 +76,34 @@ ok() {
     PASSED=$((PASSED + 1))
     echo "ok   $*"
 }
+# fail NAME [FILE]: a FAIL line; FILE holds the reason (the output of the
+# check). Its first line goes on the FAIL line, the rest under it: whole up to
+# 25 lines, else the first 10 and the last 14 (the end is where a process
+# says why it stopped). FILE is kept in the work directory as failed-N.out.
 fail() {
     FAILED=$((FAILED + 1))
-    echo "FAIL $1"
-    if [[ -n ${2:-} && -s $2 ]]; then sed 's/^/     | /' "$2" | head -n 25; fi
+    if [[ -z ${2:-} || ! -s $2 ]]; then
+        echo "FAIL $1"
+        return 0
+    fi
+    local keep=$WORK/failed-$FAILED.out why lines
+    cp "$2" "$keep"
+    why=$(head -n 1 "$keep")
+    echo "FAIL $1: ${why:0:300}$( ((${#why} > 300)) && echo ...)"
+    tail -n +2 "$keep" >"$WORK/fail.rest"
+    lines=$(wc -l <"$WORK/fail.rest")
+    if ((lines <= 25)); then
+        sed 's/^/     | /' "$WORK/fail.rest"
+    else
+        head -n 10 "$WORK/fail.rest" | sed 's/^/     | /'
+        echo "     | ... $((lines - 24)) lines left out (all in $keep)"
+        tail -n 14 "$WORK/fail.rest" | sed 's/^/     | /'
+    fi
 }
 # check NAME CMD...: ok when CMD succeeds; its output is shown on failure, or
-# appended to NAME on success when it prints one line.
+# appended to NAME on success when it prints one line. A CMD that fails
+# without a word (test, awk, ...) is shown with its exit status and its
+# arguments as they were expanded, so that a FAIL line always has a reason.
 check() {
     local name=$1 out
     shift
@@ -92,6 +113,12 @@ check() {
     if ((rc == 0)); then
         ok "$name${out:+ ($out)}"
         return 0
+    fi
+    if [[ ! -s $WORK/check.out ]]; then
+        local cmd
+        cmd=$(printf '%q ' "$@")
+        cmd=${cmd% }
+        printf 'exited %d without output: %s\n' "$rc" "${cmd:0:400}" >"$WORK/check.out"
     fi
     fail "$name" "$WORK/check.out"
     return 1
@@ -115,6 +142,14 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 runs() { [[ " $ONLY " == *" $1 "* ]]; }
+
+# same WHAT GOT WANT: true when GOT is WANT; otherwise says what WHAT was.
+same() {
+    [[ $2 == "$3" ]] || {
+        echo "$1: ${2:-(nothing)}, expected $3"
+        return 1
+    }
+}
 
 # ---- Helpers of the scenarios -------------------------------------------------
 
@@ -143,10 +178,14 @@ main_ingest_stop() {
 # their row locks), orders 40001-40300 that only scenario 5 deletes, and 200
 # products.
 seed_source() {
-    "$CHANGEGEN" --seed 1 --keys "$KEYS" --init-rows "$KEYS" --count 2000 --rate 0 >"$WORK/seed.out" 2>&1 &&
-        app_psql -c "INSERT INTO public.orders (order_id, status, amount, note, created_at)
-                     SELECT i, 'base', i / 100.0, 'held ' || i, timestamp '2026-03-01' + i * interval '1 minute'
-                     FROM generate_series(30001, 30010) i" &&
+    "$CHANGEGEN" --seed 1 --keys "$KEYS" --init-rows "$KEYS" --count 2000 --rate 0 >"$WORK/seed.out" 2>&1 || {
+        echo "changegen (seeding the source) exited $?: $(reason_of "$WORK/seed.out")"
+        tail_of "$WORK/seed.out"
+        return 1
+    }
+    app_psql -c "INSERT INTO public.orders (order_id, status, amount, note, created_at)
+                 SELECT i, 'base', i / 100.0, 'held ' || i, timestamp '2026-03-01' + i * interval '1 minute'
+                 FROM generate_series(30001, 30010) i" &&
         app_psql -c "INSERT INTO public.orders (order_id, status, amount, note, created_at)
                      SELECT i, 'static', i / 100.0, 'static ' || i, timestamp '2026-03-02' + i * interval '1 second'
                      FROM generate_series(40001, 40300) i" &&
@@ -158,7 +197,12 @@ seed_source() {
 wait_pglog() {
     local msg=$1 from=$2 deadline=$((SECONDS + 90))
     until tail -c +"$((from + 1))" "$PGLOG" | grep -q "$msg"; do
-        ((SECONDS < deadline)) || return 1
+        ((SECONDS < deadline)) || {
+            echo "no \"$msg\" in $PGLOG after 90s"
+            tail -c +"$((from + 1))" "$PGLOG" >"$WORK/pglog-tail.txt"
+            tail_of "$WORK/pglog-tail.txt" 3
+            return 1
+        }
         sleep 0.1
     done
 }
@@ -170,15 +214,27 @@ hold() {
     rm -f "$WORK/$name.go"
     start_gen "HOLD_$name" "$WORK/hold-$name.out" --hold-open-tx 600 --hold-until-file "$WORK/$name.go" \
         --key-base "$base" --hold-rows "$rows"
+    local pid_var=HOLD_$name
     until grep -q 'holding xid=' "$WORK/hold-$name.out" 2>/dev/null; do
-        ((SECONDS < deadline)) || return 1
+        if ((SECONDS >= deadline)) || ! kill -0 "${!pid_var}" 2>/dev/null; then
+            grep -q 'holding xid=' "$WORK/hold-$name.out" 2>/dev/null && return 0
+            echo "changegen --hold-open-tx ($name) did not report its transaction: $(reason_of "$WORK/hold-$name.out.err")"
+            tail_of "$WORK/hold-$name.out.err"
+            return 1
+        fi
         sleep 0.1
     done
 }
 release() {
-    local pid_var=HOLD_$1
+    local pid_var=HOLD_$1 rc
     touch "$WORK/$1.go"
     wait "${!pid_var}"
+    rc=$?
+    if ((rc != 0)); then
+        echo "changegen --hold-open-tx ($1) exited $rc: $(reason_of "$WORK/hold-$1.out.err")"
+        tail_of "$WORK/hold-$1.out.err"
+    fi
+    return "$rc"
 }
 
 # Decodes a topic (one partition) into TSV lines: op, source.lsn, key
@@ -272,9 +328,7 @@ scenario1() {
     fi
     check "1 snapshot done, connector streaming (B still open)" wait_streaming e2e 180
     check "1 B committed after the snapshot" eval 'release B && grep -h "committed held transaction" "$WORK/hold-B.out"'
-    wait "$gen"
-    check "1 changegen load ($(gen_changes "$WORK/gen-1.out") changes at $(gen_rate "$WORK/gen-1.out")/s)" \
-        test -n "$(gen_changes "$WORK/gen-1.out")"
+    check "1 changegen load" gen_wait "$gen" "$WORK/gen-1.out"
     check "1 drained" wait_drained e2e_slot "$GROUP" "$P"
     orders_tsv "$P.public.orders" >"$WORK/orders-1.tsv"
     check "1 handover seen on the topic" check_handover "$WORK/orders-1.tsv"
@@ -287,7 +341,7 @@ scenario1() {
     l0=$(wc -l <"$WORK/latency-main-$NSTART.txt")
     o0=$("$E2EK" "$KAFKA_BROKERS" hw "$P.public.orders")
     start_gen gen "$WORK/gen-lat.out" --seed 12 --keys "$KEYS" --rate "$RATE" --duration "$LAT_SECS"
-    wait "$gen"
+    check "1 latency window changegen load" gen_wait "$gen" "$WORK/gen-lat.out"
     check "1 latency window drained" wait_drained e2e_slot "$GROUP" "$P"
     l1=$(wc -l <"$WORK/latency-main-$NSTART.txt")
     pct=$(percentiles "$WORK/latency-main-$NSTART.txt" $((l0 + 1)) "$l1")
@@ -357,7 +411,7 @@ scenario2() {
     start_gen gen "$WORK/gen-2.out" --seed 21 --keys "$KEYS" --rate "$RATE" --duration 20
     # Batches of 5 s: each kill lands while one fills (records consumed,
     # not applied).
-    main_ingest_stop
+    main_ingest_stop >/dev/null
     main_ingest_start --batch-max-ms 5000 --batch-max-events 100000
     logs+=("$WORK/ingest-main-$NSTART.log")
     KILL_FIRST=$NSTART
@@ -374,9 +428,7 @@ scenario2() {
     sleep 1
     main_ingest_start
     logs+=("$WORK/ingest-main-$NSTART.log")
-    wait "$gen"
-    check "2 changegen load ($(gen_changes "$WORK/gen-2.out") changes at $(gen_rate "$WORK/gen-2.out")/s)" \
-        test -n "$(gen_changes "$WORK/gen-2.out")"
+    check "2 changegen load" gen_wait "$gen" "$WORK/gen-2.out"
     check "2 drained" wait_drained e2e_slot "$GROUP" "$P"
     check "2 three SIGKILLs, restarts resume from stored positions" check_resumed "${logs[@]}"
     check "2 each SIGKILL left consumed records unapplied" check_in_flight
@@ -429,9 +481,7 @@ scenario3() {
     check "3 nothing flows while Connect is down" check_outage "$hw0"
     check "3 Connect started again (stack.sh up)" "$STACK" up
     check "3 connector streaming again" wait_streaming e2e 180
-    wait "$gen"
-    check "3 changegen load ($(gen_changes "$WORK/gen-3.out") changes at $(gen_rate "$WORK/gen-3.out")/s)" \
-        test -n "$(gen_changes "$WORK/gen-3.out")"
+    check "3 changegen load" gen_wait "$gen" "$WORK/gen-3.out"
     check "3 drained" wait_drained e2e_slot "$GROUP" "$P"
     check "3 resumed from its offsets, no new snapshot" test "$(products_reads)" = "$reads0"
     check "3 reconcile: replica equals source" reconcile_all "$R" 3
@@ -518,8 +568,15 @@ check_gap_deletes() {
 }
 
 delete_main_connector() {
-    "$CONN" delete e2e >>"$WORK/connector.log" 2>&1 || return 1
-    [[ $(su_psql -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'e2e_slot'") == 0 ]]
+    "$CONN" delete e2e >>"$WORK/connector.log" 2>&1 || {
+        echo "connector.sh delete e2e failed: $(reason_of "$WORK/connector.log")"
+        tail_of "$WORK/connector.log"
+        return 1
+    }
+    [[ $(su_psql -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'e2e_slot'") == 0 ]] || {
+        echo "replication slot e2e_slot still exists after the connector's deletion"
+        return 1
+    }
 }
 
 scenario5() {
@@ -527,8 +584,8 @@ scenario5() {
     local gen gap0 gap1 snaps
     check "5 connector deleted: offsets reset, slot and publication dropped" delete_main_connector
     check "5 300 orders live in the replica before" eval '
-        test "$("$CDC" export --db "$R" --table public.orders --format ndjson --where-key-range "[40001]:[40301]" |
-            grep -c .)" = 300'
+        same "orders 40001-40300 in the replica" "$("$CDC" export --db "$R" --table public.orders --format ndjson \
+            --where-key-range "[40001]:[40301]" | grep -c .)" 300'
     check "5 changes while no slot exists (300 orders, 4 products, order lines, customers deleted)" app_psql -c "
         DELETE FROM public.orders WHERE order_id BETWEEN 40001 AND 40300;
         UPDATE public.orders SET status = 'gap' WHERE order_id IN
@@ -545,9 +602,7 @@ scenario5() {
     sleep 3
     check "5 connector registered again" eval 'register_connector e2e "$P"'
     check "5 new snapshot done, connector streaming" wait_streaming e2e 180
-    wait "$gen"
-    check "5 changegen load ($(gen_changes "$WORK/gen-5.out") changes at $(gen_rate "$WORK/gen-5.out")/s)" \
-        test -n "$(gen_changes "$WORK/gen-5.out")"
+    check "5 changegen load" gen_wait "$gen" "$WORK/gen-5.out"
     check "5 drained" wait_drained e2e_slot "$GROUP" "$P"
     snaps=$(snapshot_lsns "$P.public.products" | tr '\n' ' ')
     check "5 a second snapshot above the first (snapshot LSNs: $snaps)" \
@@ -581,7 +636,7 @@ scenario6() {
     local ids hw0 kept0 kept1 n
     check "6 public.orders has REPLICA IDENTITY DEFAULT" eval '
         app_psql -c "ALTER TABLE public.orders REPLICA IDENTITY DEFAULT" &&
-        test "$(app_psql -c "SELECT relreplident FROM pg_class WHERE oid = '"'public.orders'"'::regclass")" = d'
+        same "relreplident of public.orders" "$(app_psql -c "SELECT relreplident FROM pg_class WHERE oid = '"'public.orders'"'::regclass")" d'
     ids=$(app_psql -c "SELECT string_agg(order_id::text, ',') FROM
                          (SELECT order_id FROM public.orders WHERE length(note) > 2100 ORDER BY order_id LIMIT 100) s")
     hw0=$("$E2EK" "$KAFKA_BROKERS" hw "$P.public.orders")
@@ -680,7 +735,7 @@ build_split_tables() {
 
 scenario7() {
     e2e_log "scenario 7: two ingest processes in one group, topics of 4 partitions"
-    [[ -n $MAIN_PID ]] && main_ingest_stop
+    [[ -n $MAIN_PID ]] && main_ingest_stop >/dev/null
     check "7 setup: source reset and seeded, 4 topics of 4 partitions" \
         eval 'reset_source && seed_source && create_topics 4 "$P7"' || return 1
     local a b gen g7=e2e7-$RUN
@@ -690,9 +745,7 @@ scenario7() {
     start_gen gen "$WORK/gen-7.out" --seed 71 --keys "$KEYS" --rate "$RATE" --duration 20
     check "7 connector registered, snapshot done, streaming" eval '
         register_connector e2e7 "$P7" && wait_streaming e2e7 180'
-    wait "$gen"
-    check "7 changegen load ($(gen_changes "$WORK/gen-7.out") changes at $(gen_rate "$WORK/gen-7.out")/s)" \
-        test -n "$(gen_changes "$WORK/gen-7.out")"
+    check "7 changegen load" gen_wait "$gen" "$WORK/gen-7.out"
     check "7 drained" wait_drained e2e7_slot "$g7" "$P7"
     check "7 still split after the load" check_split
     assignment "$WORK/ingest-7a.log" >"$WORK/owned-7a.txt"
@@ -708,8 +761,8 @@ scenario7() {
 e2e_log "work directory $WORK"
 e2e_build
 e2e_log "starting the stack (tests/stack/stack.sh up; the first run fetches the Java artifacts)"
-if ! e2e_stack_up; then
-    fail "stack up (see $WORK/stack-up.log and the stack's logs)"
+if ! e2e_stack_up 2>"$WORK/stack-up.err"; then
+    fail "stack up (see $WORK/stack-up.log and the stack's logs)" "$WORK/stack-up.err"
     echo "$PASSED passed, $FAILED failed"
     exit 1
 fi
@@ -725,7 +778,7 @@ for s in 1 2 3 4 5 6 7; do
         e2e_log "scenario $s took $((SECONDS - t0))s"
     fi
 done
-[[ -n $MAIN_PID ]] && main_ingest_stop
+[[ -n $MAIN_PID ]] && main_ingest_stop >/dev/null
 
 [[ -n $LATENCY_LINE ]] && echo "# $LATENCY_LINE" && echo "# $LATENCY_STAGES"
 echo "# total $((SECONDS - E2E_T0))s"

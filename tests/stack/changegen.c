@@ -558,7 +558,26 @@ static enum kind op_line(struct gen *g, long *rows)
     return K_LINE_PK_UPDATE;
 }
 
-/* customers: uuid keys derived from key_base+1 .. key_base+keys/16+8. */
+/*
+ * customers: uuid keys derived from numbers key_base+1 .. key_base+keys/16+8.
+ *
+ * email is UNIQUE: the schema's only unique constraint besides the primary
+ * keys (which every operation meets with ON CONFLICT, NOT EXISTS or the key
+ * state it keeps). Its values come from a small space per key number,
+ * "c<n>-<0..999>@example.com", and what keeps them apart is an invariant: the
+ * row of the key derived from n has an email that starts "c<n>-". Inserts
+ * write it so, the upsert's update leaves email alone, and the primary-key
+ * update from n to m rewrites the prefix to "c<m>-" along with the key (the
+ * suffix, name and tier move unchanged). Rows of different keys then never
+ * share an email, and an insert for n - made only when no row of key n
+ * exists, else ON CONFLICT takes the update - cannot meet its email in any
+ * row. Without the rewrite, a row moved away from n kept "c<n>-x", and a later
+ * insert for n that drew x failed on customers_email_key.
+ *
+ * Rows that break the invariant (written by someone else, or by an older
+ * changegen) are guarded against too: an insert or key change whose email a
+ * row of another key holds changes nothing (a no-op) instead of failing.
+ */
 static enum kind op_customer(struct gen *g, long *rows)
 {
     long space = g->opt.keys / 16 + 8;
@@ -577,8 +596,10 @@ static enum kind op_customer(struct gen *g, long *rows)
         const char *vals[] = {id, email, t};
         *rows = exec_params(g, "upsert into customers",
                             "INSERT INTO public.customers (customer_id, email, name, tier)"
-                            " VALUES ($1, $2, 'customer ' || $2, $3) ON CONFLICT (customer_id)"
-                            " DO UPDATE SET tier = EXCLUDED.tier",
+                            " SELECT $1::uuid, $2::text, 'customer ' || $2::text, $3::text"
+                            " WHERE NOT EXISTS (SELECT 1 FROM public.customers"
+                            "                   WHERE email = $2::text AND customer_id <> $1::uuid)"
+                            " ON CONFLICT (customer_id) DO UPDATE SET tier = EXCLUDED.tier",
                             3, vals);
         return K_CUSTOMER_UPSERT;
     }
@@ -588,13 +609,18 @@ static enum kind op_customer(struct gen *g, long *rows)
                             vals);
         return K_CUSTOMER_DELETE;
     }
-    char id2[40];
-    customer_uuid(g->opt.key_base + 1 + (long)rng_below(&g->rng, (uint64_t)space), id2, sizeof id2);
-    const char *vals[] = {id, id2};
+    long m = g->opt.key_base + 1 + (long)rng_below(&g->rng, (uint64_t)space);
+    char id2[40], ms[32];
+    customer_uuid(m, id2, sizeof id2);
+    snprintf(ms, sizeof ms, "%ld", m);
+    const char *vals[] = {id, id2, ms};
     *rows = exec_params(g, "primary-key update of customers",
-                        "UPDATE public.customers SET customer_id = $2 WHERE customer_id = $1"
-                        " AND NOT EXISTS (SELECT 1 FROM public.customers WHERE customer_id = $2)",
-                        2, vals);
+                        "UPDATE public.customers c SET customer_id = $2::uuid,"
+                        " email = regexp_replace(c.email, '^c[0-9]+-', 'c' || $3::text || '-')"
+                        " WHERE c.customer_id = $1::uuid AND NOT EXISTS (SELECT 1 FROM public.customers o"
+                        "   WHERE o.customer_id = $2::uuid OR (o.customer_id <> $1::uuid"
+                        "     AND o.email = regexp_replace(c.email, '^c[0-9]+-', 'c' || $3::text || '-')))",
+                        3, vals);
     return K_CUSTOMER_PK_UPDATE;
 }
 
