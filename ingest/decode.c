@@ -77,6 +77,8 @@
  * NUMERIC holds at most 147455 digits, about 61 KiB. */
 #define MAX_DECIMAL_BYTES 65536
 #define MAX_DECIMAL_SCALE 16383
+/* PostgreSQL's MaxHeapAttributeNumber: no table has more columns. */
+#define MAX_COLUMNS 1600
 
 /* ---- Error context ---- */
 
@@ -717,6 +719,8 @@ static const cJSON *field_schema(const cJSON *fields, const char *col, int i)
 static int decode_row(const dctx *c, cdc__event *ev, const cJSON *obj, const cJSON *fields)
 {
     int n = cJSON_IsObject(obj) ? cJSON_GetArraySize(obj) : 0;
+    if (n > MAX_COLUMNS)
+        return fail(c, NULL, "the row has %d columns; a PostgreSQL table has at most %d", n, MAX_COLUMNS);
     cdc__buf_put_varint(&ev->row, (uint64_t)n);
     if (!n) return 0;
     cdc__buf val = {0};
@@ -942,6 +946,8 @@ static int table_name(const dctx *c, const cJSON *src, char **out)
         return fail(c, NULL, "source.table is %s, not a string", json_kind(t));
     if (cJSON_IsString(s) && cJSON_IsString(t) && *s->valuestring && *t->valuestring) {
         size_t a = strlen(s->valuestring), b = strlen(t->valuestring);
+        if (a + 1 + b > CDC__TABLE_NAME_MAX)
+            return fail(c, NULL, "table name of %zu bytes: longer than %d", a + 1 + b, CDC__TABLE_NAME_MAX);
         char *p = cdc__malloc(a + b + 2);
         memcpy(p, s->valuestring, a);
         p[a] = '.';
@@ -953,6 +959,10 @@ static int table_name(const dctx *c, const cJSON *src, char **out)
     size_t n = topic ? strlen(topic) + 1 : 1;
     char *p = cdc__malloc(n);
     if (topic && cdc__table_from_topic(topic, p, n) == 0) {
+        if (strlen(p) > CDC__TABLE_NAME_MAX) {
+            free(p);
+            return fail(c, NULL, "table name from the topic: longer than %d bytes", CDC__TABLE_NAME_MAX);
+        }
         *out = p;
         return 0;
     }

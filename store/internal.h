@@ -130,6 +130,12 @@ static inline int cdc__version_cmp(const cdc__version *a, const cdc__version *b)
     return 0;
 }
 
+/* The longest table name ("schema.table") a replica takes, in bytes.
+ * PostgreSQL's are at most 127 (two identifiers of 63 and the dot); sources
+ * dead-letter a record naming a longer one before anything is written, so
+ * that no input can make a column family the replica cannot open again. */
+#define CDC__TABLE_NAME_MAX 1024
+
 /* What an event does. */
 enum {
     CDC__ACT_UPSERT = 0, /* the row image becomes the key's row */

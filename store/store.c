@@ -148,15 +148,42 @@ static int table_meta_decode(cdc__table *t, const char *p, size_t len)
 
 /* ---- Tables ---- */
 
+/* Column lookup is a hash probe, not a scan: every column of every event
+ * row is looked up, so a scan made a row of n columns cost n^2 (a record of
+ * 40,000 columns took 6.8 s, and every later open as long). */
+static size_t col_slot(const cdc__table *t, const char *name, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)name[i]) * 1099511628211ULL;
+    return (size_t)(h ^ (h >> 29)) & (t->colhcap - 1);
+}
+
+static void col_index_grow(cdc__table *t)
+{
+    free(t->colhash);
+    t->colhcap = t->colhcap ? t->colhcap * 2 : 32;
+    t->colhash = cdc__calloc(t->colhcap, sizeof *t->colhash);
+    for (size_t i = 0; i < t->ncols; i++) {
+        size_t s = col_slot(t, t->cols[i], strlen(t->cols[i]));
+        while (t->colhash[s]) s = (s + 1) & (t->colhcap - 1);
+        t->colhash[s] = (uint32_t)(i + 1);
+    }
+}
+
 size_t cdc__table_col(cdc__table *t, const char *name, size_t len)
 {
-    for (size_t i = 0; i < t->ncols; i++)
-        if (strlen(t->cols[i]) == len && memcmp(t->cols[i], name, len) == 0) return i;
+    if (2 * (t->ncols + 1) > t->colhcap) col_index_grow(t);
+    size_t s = col_slot(t, name, len);
+    for (; t->colhash[s]; s = (s + 1) & (t->colhcap - 1)) {
+        const char *c = t->cols[t->colhash[s] - 1];
+        if (strnlen(c, len + 1) == len && !memcmp(c, name, len)) return t->colhash[s] - 1;
+    }
     if (t->ncols == t->capcols) {
         t->capcols = t->capcols ? t->capcols * 2 : 16;
         t->cols = cdc__realloc(t->cols, t->capcols * sizeof *t->cols);
     }
     t->cols[t->ncols] = cdc__strndup(name, len);
+    t->colhash[s] = (uint32_t)(t->ncols + 1);
     t->meta_dirty = 1;
     return t->ncols++;
 }
@@ -176,6 +203,7 @@ static void table_free(cdc__table *t)
     for (size_t i = 0; i < t->ncols; i++) free(t->cols[i]);
     for (size_t i = 0; i < t->nkey; i++) free(t->keycols[i]);
     free(t->cols);
+    free(t->colhash);
     free(t->keycols);
     free(t->epochs);
     if (t->cf) rocksdb_column_family_handle_destroy(t->cf);
@@ -198,14 +226,18 @@ int cdc__table_get(cdc_store_t *st, const char *name, int create, cdc__table **o
         *out = t;
         return 0;
     }
-    if (!create) return cdc__err(err, CDC_ENOTFOUND, "table %s: not in the replica", name);
-    if (st->read_only) return cdc__err(err, CDC_EINVAL, "table %s: replica opened read-only", name);
+    if (!create) return cdc__err(err, CDC_ENOTFOUND, "table %.200s: not in the replica", name);
+    if (st->read_only) return cdc__err(err, CDC_EINVAL, "table %.200s: replica opened read-only", name);
+    if (strlen(name) > CDC__TABLE_NAME_MAX)
+        return cdc__err(err, CDC_EINVAL, "table %.200s...: name longer than %d bytes", name, CDC__TABLE_NAME_MAX);
     t = table_new(st, name);
     if (name[0]) {
-        char cfname[600];
-        snprintf(cfname, sizeof cfname, "t:%s", name);
+        char *cfname = cdc__malloc(strlen(name) + 3);
+        memcpy(cfname, "t:", 2);
+        strcpy(cfname + 2, name);
         char *e = NULL;
         t->cf = rocksdb_create_column_family(st->db, st->opts, cfname, &e);
+        free(cfname);
         if (e) {
             st->ntables--;
             table_free(t);
@@ -259,10 +291,11 @@ static int load_meta(cdc_store_t *st, cdc_error_t *err)
         if (kl < 2 || k[1] != 0) continue;
         const char *end = v + vl, *p = v;
         if (k[0] == 'T' || k[0] == 'S') {
-            char name[512];
-            snprintf(name, sizeof name, "%.*s", (int)(kl - 2), k + 2);
+            char *name = cdc__strndup(k + 2, kl - 2);
             cdc__table *t = table_find(st, name);
             if (!t) t = table_new(st, name);
+            free(name);
+            name = t->name;
             if (k[0] == 'T') {
                 if (table_meta_decode(t, v, vl)) {
                     rc = cdc__err(err, CDC_ECORRUPT, "%s: metadata of table %s does not decode", st->dir, name);
@@ -616,7 +649,7 @@ static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v
 int cdc_store_columns(cdc_store_t *st, const char *table, const char *const **names, size_t *n,
                       cdc_error_t *err)
 {
-    cdc__table *t;
+    cdc__table *t = NULL;
     int rc = cdc__table_get(st, table, 0, &t, err);
     if (rc) return rc;
     *names = (const char *const *)t->cols;
@@ -656,7 +689,7 @@ static int parse_key(cdc_store_t *st, cdc__table *t, const char *json, cdc__buf 
 int cdc_store_get(cdc_store_t *st, const char *table, const char *key_json, cdc_row_t *row,
                   cdc_error_t *err)
 {
-    cdc__table *t;
+    cdc__table *t = NULL;
     int rc = cdc__table_get(st, table, 0, &t, err);
     if (rc) return rc;
     if (!t->cf) return cdc__err(err, CDC_ENOTFOUND, "table %s: not in the replica", table);
@@ -703,7 +736,7 @@ struct cdc_iter {
 int cdc_iter_open(cdc_store_t *st, const char *table, const cdc_iter_options_t *o, cdc_iter_t **out,
                   cdc_error_t *err)
 {
-    cdc__table *t;
+    cdc__table *t = NULL;
     int rc = cdc__table_get(st, table, 0, &t, err);
     if (rc) return rc;
     if (!t->cf) return cdc__err(err, CDC_ENOTFOUND, "table %s: not in the replica", table);

@@ -32,6 +32,8 @@ typedef struct cdc__table {
     rocksdb_column_family_handle_t *cf;  /* NULL for "" */
     char **cols;                         /* column names, append-only */
     size_t ncols, capcols;
+    uint32_t *colhash;                   /* open addressing over cols: index + 1, 0 empty */
+    size_t colhcap;                      /* slots, a power of two above 2 x ncols */
     char **keycols;
     size_t nkey;
     uint64_t *epochs;                    /* snapshot epochs seen, ascending */

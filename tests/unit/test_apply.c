@@ -801,3 +801,84 @@ ParameterizedTest(int *shard, random, ten_thousand_histories)
     int groups = getenv("CDC_TEST_QUICK") ? 50 : 500;
     for (int g = *shard; g < groups; g += 4) run_group((uint64_t)g + 1, 20);
 }
+
+/* ---- Hostile shapes: long names, wide rows ---- */
+
+static char *env_named(const char *schema, const char *table, const char *after)
+{
+    char *s = NULL;
+    cr_assert(asprintf(&s, "{\"op\":\"c\",\"after\":%s,\"source\":{\"schema\":\"%s\",\"table\":\"%s\",\"lsn\":7}}",
+                       after, schema, table) > 0);
+    return s;
+}
+
+/* A table name of any length PostgreSQL allows (and far beyond, up to the
+ * replica's limit) works and survives a reopen; a longer one is a dead
+ * letter written before anything else, and the replica still opens. */
+Test(apply, long_table_names)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    char longname[700], huge[2100];
+    memset(longname, 'n', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    memset(huge, 'h', sizeof huge - 1);
+    huge[sizeof huge - 1] = 0;
+    char *a = env_named("public", longname, "{\"id\":1}");
+    char *b = env_named("public", huge, "{\"id\":2}");
+    cdc_record_t recs[2] = {tu_rec("t", 0, 0, "{\"id\":1}", a), tu_rec("t", 0, 1, "{\"id\":2}", b)};
+    cdc_apply_result_t r = tu_apply(st, recs, 2);
+    cr_expect_eq(r.applied, 1);
+    cr_expect_eq(r.dead_letters, 1);
+    cdc_store_close(st);
+    st = tu_open(dir);
+    char name[720];
+    snprintf(name, sizeof name, "public.%s", longname);
+    char *v = tu_export(st, name, 0);
+    cr_expect_str_eq(v, "id\n1\n");
+    free(v);
+    char **names;
+    size_t n;
+    cr_assert_eq(cdc_store_tables(st, &names, &n, NULL), 0);
+    cr_expect_eq(n, 1, "the refused name made no table");
+    cdc_strings_free(names, n);
+    cdc_store_close(st);
+    free(a);
+    free(b);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/* A row as wide as a PostgreSQL table can be (1,600 columns) applies, reads
+ * back and reopens; a wider one is a dead letter. */
+Test(apply, wide_rows)
+{
+    static char after[32768], wider[32768 + 64];
+    size_t n = (size_t)snprintf(after, sizeof after, "{\"id\":1");
+    for (int i = 1; i < 1600; i++) n += (size_t)snprintf(after + n, sizeof after - n, ",\"c%d\":%d", i, i);
+    snprintf(wider, sizeof wider, "%s,\"c1600\":0}", after);
+    snprintf(after + n, sizeof after - n, "}");
+    char *a = env_named("public", "wide", after);
+    char *b = env_named("public", "wide", wider);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    cdc_record_t recs[2] = {tu_rec("t", 0, 0, "{\"id\":1}", a), tu_rec("t", 0, 1, "{\"id\":1}", b)};
+    cdc_apply_result_t r = tu_apply(st, recs, 2);
+    cr_expect_eq(r.applied, 1);
+    cr_expect_eq(r.dead_letters, 1);
+    cdc_store_close(st);
+    st = tu_open(dir);
+    cdc_row_t row;
+    cr_assert_eq(cdc_store_get(st, "public.wide", "[1]", &row, NULL), 0);
+    cr_expect_eq(row.ncols, 1600);
+    for (size_t i = 1; i < row.ncols; i++) {
+        char want[24];
+        snprintf(want, sizeof want, "%zu", i);
+        cr_expect(row.lens[i] == strlen(want) && !memcmp(row.values[i], want, row.lens[i]), "column %zu", i);
+    }
+    cdc_store_close(st);
+    free(a);
+    free(b);
+    tu_rmrf(dir);
+    free(dir);
+}
