@@ -1,25 +1,42 @@
 /*
- * export.c: bulk export of a table's view in key order, as CSV compatible
- * with PostgreSQL's COPY ... CSV, or as NDJSON.
+ * export.c: bulk export of a table's view in key order, in one of the export
+ * formats (format.c: CSV that PostgreSQL's COPY ... CSV loads back, NDJSON).
+ * This file reads the rows and writes the file; the format turns the
+ * table's columns and rows into bytes through its begin, row and end
+ * (cdc__export_format, query.h).  The bytes collect in a buffer that is
+ * handed, 256 KiB at a time, to the file writer (uring.c), which keeps
+ * several buffers in flight to a regular file through io_uring and falls
+ * back to write(2) elsewhere.
  *
- * CSV quoting follows COPY's rules so that COPY FROM gives back the same
- * values: a field is quoted when it is empty (so it reads as the empty string,
- * not NULL), or contains the delimiter, a quote, CR or LF, or is exactly \.;
- * quotes inside are doubled; NULL is written as nothing at all.
+ * Two threads.  A large export (a million rows or more, a single integer
+ * key, the whole view, a regular file, a format whose rows concatenate) is
+ * cut in two at the middle of the key span: this thread writes the format's
+ * begin and the lower half to the output while a second thread encodes the
+ * upper half, rows only, into a temporary file; then the upper half is
+ * appended with copy_file_range(2), and the format's end (if any) follows.
+ * Reading and encoding rows is what an export spends its time on, so two
+ * cores make it about twice as fast.  This relies on cdc_iter_open/next only
+ * reading the store (each iterator has its own RocksDB snapshot and
+ * buffers), true of store/store.c today.  CDC_EXPORT_THREADS=1 turns it
+ * off; =2 forces it even for small tables.
  *
- * Rows are formatted into a buffer that is handed, 256 KiB at a time, to the
- * file writer (uring.c), which keeps several buffers in flight to a regular
- * file through io_uring and falls back to write(2) elsewhere.
- *
- * A large export (a million rows or more, a single integer key, the whole
- * view, a regular file) is cut in two at the middle of the key span: a
- * second thread writes the upper half to a temporary file while this one
- * writes the lower half, and the upper half is appended with
- * copy_file_range(2).  Reading and formatting rows is what an export spends
- * its time on, so two cores make it about twice as fast.  This relies on
- * cdc_iter_open/next only reading the store (each iterator has its own
- * RocksDB snapshot and buffers), true of store/store.c today.
- * CDC_EXPORT_THREADS=1 turns it off; =2 forces it even for small tables.
+ * Why the format declares whether its rows concatenate (concat_rows), and
+ * the join is used only then.  Appending the upper half byte for byte is
+ * right only when a row's bytes mean the same wherever they land: true of
+ * CSV and NDJSON (no state across rows, no file offsets), and their header
+ * is written once, by the lower half, before any row.  A format whose bytes
+ * depend on what precedes them (Parquet: its footer holds every column
+ * chunk's file offset) says concat_rows = 0 and is exported by one thread
+ * through one context: begin once, every row in key order, end once.  The
+ * other design, both threads handing encoded rows to one writer that calls
+ * begin, the rows in key order and end, was not taken: that writer cannot
+ * write a row of the upper half before the last of the lower half, so the
+ * upper half must wait somewhere: in memory (half the export, some 200 MB of
+ * CSV for 10 million rows), in a bounded queue (the upper thread then stalls
+ * and the export runs at one core's speed), or in a temporary file, which is
+ * what the join does already, without a second copy through user space.  A
+ * format with relocatable blocks (Parquet's row groups) can later take the
+ * same path by telling its end where the second context's blocks landed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +50,7 @@
 
 #include "query.h"
 
+/* The bytes of one format context on their way to one descriptor. */
 typedef struct out {
     cdc__writer *w;
     cdc__buf b;
@@ -47,54 +65,42 @@ static void out_flush(out *o)
     o->b.len = 0;
 }
 
-/* Bytes that force quoting in a CSV field. */
-static const unsigned char csv_special[256] = {['\n'] = 1, ['\r'] = 1, ['"'] = 1, [','] = 1};
-
-static void csv_field(cdc__buf *b, const char *v, size_t n)
-{
-    const unsigned char *u = (const unsigned char *)v;
-    size_t quotes = 0;
-    int quote = n == 0 || (n == 2 && v[0] == '\\' && v[1] == '.');
-    for (size_t i = 0; i < n; i++)
-        if (csv_special[u[i]]) {
-            quote = 1;
-            quotes += u[i] == '"';
-        }
-    if (!quote) {
-        cdc__buf_put(b, v, n);
-        return;
-    }
-    cdc__buf_reserve(b, n + quotes + 2);
-    char *o = b->p + b->len;
-    *o++ = '"';
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] == '"') *o++ = '"';
-        *o++ = v[i];
-    }
-    *o++ = '"';
-    b->len = (size_t)(o - b->p);
-}
-
 /* ---- One key range to one descriptor ---- */
 
 typedef struct part {
     cdc_store_t *st;
     const char *table;
     const cdc_export_options_t *opts;
+    const cdc__export_format *fmt;
     const char *lower_json, *upper_json;
     int fd;
-    int header;                    /* 1: write the CSV header first */
+    int begin, end;                /* 1: call the format's begin first / end last */
     int progress;                  /* 1: call opts->progress (one part only) */
     _Atomic uint64_t *shared_rows; /* rows written by all parts, for progress */
-    uint64_t rows;
+    cdc__export_ctx ctx;           /* the format's context for this part */
+    uint64_t rows, bytes;
     int rc;
     cdc_error_t err;
 } part;
 
-/* Writes the view of [lower, upper) to p->fd through a file writer. */
+/* Passes the table's columns to the format's begin. */
+static int part_begin(part *p)
+{
+    const char *const *names;
+    size_t n;
+    int rc = cdc_store_columns(p->st, p->table, &names, &n, &p->err);
+    if (rc) return rc;
+    if ((rc = p->fmt->begin(&p->ctx, names, n)))
+        return cdc__err(&p->err, rc, "export of %s: %s header: %s", p->table, p->fmt->name, cdc_strerror(rc));
+    return 0;
+}
+
+/* Writes the view of [lower, upper) to p->fd through a file writer, as the
+ * rows of p->fmt, with its begin and end when the part says so. */
 static int export_part(part *p)
 {
     const cdc_export_options_t *opts = p->opts;
+    const cdc__export_format *fmt = p->fmt;
     cdc_error_t *err = &p->err;
     const char *table = p->table;
     cdc_iter_options_t io = {p->lower_json, p->upper_json, opts->meta};
@@ -106,46 +112,21 @@ static int export_part(part *p)
         cdc_iter_close(it);
         return cdc__err(err, rc, "export of %s: %s", table, strerror(-rc));
     }
+    p->ctx.opts = opts;
+    p->ctx.out = &o.b;
     uint64_t count = 0;
     cdc_row_t row;
-    if (p->header && opts->format == CDC_FORMAT_CSV && opts->header) {
-        /* The header comes from the table's columns, even for an empty view. */
-        const char *const *names;
-        size_t n;
-        if ((rc = cdc_store_columns(p->st, table, &names, &n, err))) goto done;
-        for (size_t i = 0; i < n; i++) {
-            if (i) cdc__buf_putc(&o.b, ',');
-            csv_field(&o.b, names[i], strlen(names[i]));
-        }
-        if (opts->meta) cdc__buf_puts(&o.b, n ? ",__lsn,__deleted" : "__lsn,__deleted");
-        cdc__buf_putc(&o.b, '\n');
-    }
+    if (p->begin && fmt->begin && (rc = part_begin(p))) goto done;
     while ((rc = cdc_iter_next(it, &row, err)) == 1) {
-        if (opts->format == CDC_FORMAT_CSV) {
-            for (size_t i = 0; i < row.ncols; i++) {
-                if (i) cdc__buf_putc(&o.b, ',');
-                if (row.values[i]) csv_field(&o.b, row.values[i], row.lens[i]);
-            }
-            if (opts->meta)
-                cdc__buf_printf(&o.b, "%s%llu,%s", row.ncols ? "," : "", (unsigned long long)row.lsn,
-                                row.deleted ? "t" : "f");
-        } else {
-            cdc__buf_putc(&o.b, '{');
-            for (size_t i = 0; i < row.ncols; i++) {
-                if (i) cdc__buf_putc(&o.b, ',');
-                cdc__json_put_string(&o.b, row.names[i], strlen(row.names[i]));
-                cdc__buf_putc(&o.b, ':');
-                if (row.values[i]) cdc__json_put_string(&o.b, row.values[i], row.lens[i]);
-                else cdc__buf_puts(&o.b, "null");
-            }
-            if (opts->meta)
-                cdc__buf_printf(&o.b, "%s\"__lsn\":%llu,\"__deleted\":%s", row.ncols ? "," : "",
-                                (unsigned long long)row.lsn, row.deleted ? "true" : "false");
-            cdc__buf_putc(&o.b, '}');
+        if ((rc = fmt->row(&p->ctx, &row))) {
+            rc = cdc__err(err, rc, "export of %s: key %s: %s", table, row.key_json, cdc_strerror(rc));
+            goto done;
         }
-        cdc__buf_putc(&o.b, '\n');
         count++;
-        if (o.b.len >= (256u << 10)) out_flush(&o);
+        if (o.b.len >= (256u << 10)) {
+            out_flush(&o);
+            p->ctx.offset = o.bytes;
+        }
         if (o.err) break;
         if (count % 10000 == 0) {
             uint64_t all = atomic_fetch_add(p->shared_rows, 10000) + 10000;
@@ -155,6 +136,10 @@ static int export_part(part *p)
     }
     if (rc < 0) goto done;
     rc = 0;
+    if (!o.err && p->end && fmt->end && (rc = fmt->end(&p->ctx))) {
+        rc = cdc__err(err, rc, "export of %s: %s footer: %s", table, fmt->name, cdc_strerror(rc));
+        goto done;
+    }
     out_flush(&o);
     if (!o.err) o.err = cdc__writer_flush(o.w);
     if (o.err) rc = cdc__err(err, o.err, "export of %s: write failed: %s", table, strerror(-o.err));
@@ -162,7 +147,9 @@ done:
     cdc__writer_close(o.w);
     cdc__buf_free(&o.b);
     cdc_iter_close(it);
+    p->ctx.out = NULL;
     p->rows = count;
+    p->bytes = o.bytes;
     return rc;
 }
 
@@ -192,11 +179,11 @@ static int has_row_from(cdc_store_t *st, const char *table, int64_t k, int inclu
 /* Where to cut a large export in two: the middle of the key span, for a
  * single integer key (found by seeking: the first key, then a binary search
  * for the last).  0 and *mid set, or -1: export in one piece. */
-static int split_point(cdc_store_t *st, const char *table, const cdc_export_options_t *opts, int fd,
-                       int64_t *mid)
+static int split_point(cdc_store_t *st, const char *table, const cdc_export_options_t *opts,
+                       const cdc__export_format *fmt, int fd, int64_t *mid)
 {
     const char *env = getenv("CDC_EXPORT_THREADS");
-    if ((env && !strcmp(env, "1")) || opts->lower_json || opts->upper_json) return -1;
+    if ((env && !strcmp(env, "1")) || opts->lower_json || opts->upper_json || !fmt->concat_rows) return -1;
     struct stat sb;
     int fl = fcntl(fd, F_GETFL);
     if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || fl < 0 || (fl & O_APPEND)) return -1;
@@ -207,14 +194,8 @@ static int split_point(cdc_store_t *st, const char *table, const cdc_export_opti
     cdc_iter_t *it;
     cdc_row_t row;
     if (cdc_iter_open(st, table, &io, &it, NULL)) return -1;
-    int ok = cdc_iter_next(it, &row, NULL) == 1 && row.key_len == 9 &&
-             (unsigned char)row.key[0] == CDC__KEY_INT;
     int64_t first = 0;
-    if (ok) {
-        uint64_t u = 0;
-        for (int i = 1; i <= 8; i++) u = u << 8 | (unsigned char)row.key[i];
-        first = (int64_t)(u ^ 0x8000000000000000ULL);
-    }
+    int ok = cdc_iter_next(it, &row, NULL) == 1 && cdc__key_single_int(row.key, row.key_len, &first);
     cdc_iter_close(it);
     if (!ok) return -1;
     int64_t lo = first, hi = INT64_MAX; /* the last key is in [lo, hi] */
@@ -243,6 +224,19 @@ static int temp_file(void)
     return fd;
 }
 
+/* Writes all of p at fd's position.  0 ok, -errno. */
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w < 0 ? -errno : -EIO;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
 /* Appends all of src (from offset 0) at dst's position. */
 static int append_file(int src, int dst)
 {
@@ -262,15 +256,78 @@ static int append_file(int src, int dst)
         ssize_t n = pread(src, buf, sizeof buf, in);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return n < 0 ? -errno : -EIO;
-        for (ssize_t done = 0; done < n;) {
-            ssize_t w = write(dst, buf + done, (size_t)(n - done));
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) return w < 0 ? -errno : -EIO;
-            done += w;
-        }
+        int rc = write_all(dst, buf, (size_t)n);
+        if (rc) return rc;
         in += n;
     }
     return 0;
+}
+
+/* The two-thread export (see the top of the file): a writes begin and
+ * [lower, mid) to its descriptor, b the rows of [mid, upper) to tmp; then
+ * tmp is appended and a's end written after it.  a->rc, a->err and
+ * a->rows receive the outcome.  0, or -1 when the thread could not start
+ * (nothing was written). */
+static int export_halves(part *a, part *b, int tmp)
+{
+    pthread_t th;
+    if (pthread_create(&th, NULL, part_thread, b) != 0) return -1;
+    a->rc = export_part(a);
+    pthread_join(th, NULL);
+    if (!a->rc && b->rc) {
+        a->rc = b->rc;
+        a->err = b->err;
+    }
+    if (!a->rc && (a->rc = append_file(tmp, a->fd)))
+        cdc__err(&a->err, a->rc, "export of %s: write failed: %s", a->table, strerror(-a->rc));
+    if (!a->rc && a->fmt->end) {
+        cdc__buf tail = {0};
+        a->ctx.out = &tail;
+        a->ctx.offset = a->bytes + b->bytes;
+        if ((a->rc = a->fmt->end(&a->ctx)))
+            cdc__err(&a->err, a->rc, "export of %s: %s footer: %s", a->table, a->fmt->name, cdc_strerror(a->rc));
+        else if ((a->rc = write_all(a->fd, tail.p, tail.len)))
+            cdc__err(&a->err, a->rc, "export of %s: write failed: %s", a->table, strerror(-a->rc));
+        a->ctx.out = NULL;
+        cdc__buf_free(&tail);
+    }
+    a->rows += b->rows;
+    return 0;
+}
+
+int cdc__export_run(cdc_store_t *st, const char *table, const cdc_export_options_t *opts,
+                    const cdc__export_format *fmt, int fd, uint64_t *rows, cdc_error_t *err)
+{
+    _Atomic uint64_t shared = 0;
+    part a = {.st = st, .table = table, .opts = opts, .fmt = fmt, .lower_json = opts->lower_json,
+              .upper_json = opts->upper_json, .fd = fd, .begin = 1, .end = 1, .progress = 1,
+              .shared_rows = &shared};
+    part b = a;
+    int64_t mid;
+    char midj[32];
+    int tmp = -1, done = 0;
+    if (split_point(st, table, opts, fmt, fd, &mid) == 0 && (tmp = temp_file()) >= 0) {
+        snprintf(midj, sizeof midj, "[%lld]", (long long)mid);
+        a.upper_json = midj;
+        a.end = 0; /* after the join */
+        b.lower_json = midj;
+        b.fd = tmp;
+        b.begin = b.end = b.progress = 0;
+        done = export_halves(&a, &b, tmp) == 0;
+        close(tmp);
+        if (!done) {
+            a.upper_json = opts->upper_json;
+            a.end = 1;
+        }
+    }
+    if (!done) a.rc = export_part(&a);
+    if (fmt->release) {
+        fmt->release(&a.ctx);
+        fmt->release(&b.ctx);
+    }
+    if (rows) *rows = a.rows;
+    if (a.rc && err) *err = a.err;
+    return a.rc;
 }
 
 int cdc_export_fd(cdc_store_t *st, const char *table, const cdc_export_options_t *opts, int fd,
@@ -278,37 +335,7 @@ int cdc_export_fd(cdc_store_t *st, const char *table, const cdc_export_options_t
 {
     cdc_export_options_t defo = {.header = 1};
     if (!opts) opts = &defo;
-    _Atomic uint64_t shared = 0;
-    part a = {st, table, opts, opts->lower_json, opts->upper_json, fd, 1, 1, &shared, 0, 0, {0}};
-    int64_t mid;
-    int tmp = -1;
-    if (split_point(st, table, opts, fd, &mid) == 0 && (tmp = temp_file()) >= 0) {
-        /* The lower half goes straight to fd, the upper half to a temporary
-         * file at the same time, appended when both are done. */
-        char midj[32];
-        snprintf(midj, sizeof midj, "[%lld]", (long long)mid);
-        part b = {st, table, opts, midj, NULL, tmp, 0, 0, &shared, 0, 0, {0}};
-        a.upper_json = midj;
-        pthread_t th;
-        if (pthread_create(&th, NULL, part_thread, &b) == 0) {
-            a.rc = export_part(&a);
-            pthread_join(th, NULL);
-            if (!a.rc && b.rc) {
-                a.rc = b.rc;
-                a.err = b.err;
-            }
-            if (!a.rc && (a.rc = append_file(tmp, fd)))
-                cdc__err(&a.err, a.rc, "export of %s: write failed: %s", table, strerror(-a.rc));
-            close(tmp);
-            if (rows) *rows = a.rows + b.rows;
-            if (a.rc && err) *err = a.err;
-            return a.rc;
-        }
-        a.upper_json = opts->upper_json;
-        close(tmp);
-    }
-    a.rc = export_part(&a);
-    if (rows) *rows = a.rows;
-    if (a.rc && err) *err = a.err;
-    return a.rc;
+    const cdc__export_format *fmt = cdc__export_format_get(opts->format);
+    if (!fmt) return cdc__err(err, CDC_EINVAL, "export of %s: unknown format %d", table, opts->format);
+    return cdc__export_run(st, table, opts, fmt, fd, rows, err);
 }

@@ -1,12 +1,13 @@
 /*
  * query.h: what the query files share and nothing else needs, one section
- * per file: the buffered file writer behind liburing (uring.c), md5, lookup3
- * and the row encoding that range hashes are made of (digest.c), encoded
- * keys taken apart (keys.c), the replica-side range scan (ranges.c), and the
- * SQL text that computes the same hashes inside PostgreSQL (sql.c);
- * reconcile.c and export.c use them.  query/ reads the replica only through
- * the store's iterator and key codec (include/cdcstore.h, store/internal.h),
- * never through ingest/.  Not API (cdc__ prefix).
+ * per file: the buffered file writer behind liburing (uring.c), the export
+ * formats (format.c), md5, lookup3 and the row encoding that range hashes
+ * are made of (digest.c), encoded keys taken apart (keys.c), the
+ * replica-side range scan (ranges.c), and the SQL text that computes the
+ * same hashes inside PostgreSQL (sql.c); reconcile.c and export.c use them.
+ * query/ reads the replica only through the store's iterator and key codec
+ * (include/cdcstore.h, store/internal.h), never through ingest/.
+ * Not API (cdc__ prefix).
  */
 #ifndef CDC_QUERY_H
 #define CDC_QUERY_H
@@ -38,6 +39,48 @@ int cdc__writer_uses_uring(const cdc__writer *w);
 /* Flushes (unless already failed), frees; returns the first error or 0.
  * Accepts NULL. Does not close fd. */
 int cdc__writer_close(cdc__writer *w);
+
+/* ---- Export formats (format.c, driven by export.c) ---- */
+
+/* What a format writes through: its bytes go to *out, which the export
+ * drains to the file between calls. */
+typedef struct cdc__export_ctx {
+    const cdc_export_options_t *opts;
+    cdc__buf *out;
+    uint64_t offset;  /* bytes of the export before out->p[0] (a second context: its own) */
+    void *state;      /* the format's own; NULL at first, freed by release */
+} cdc__export_ctx;
+
+/* How a table's rows become bytes.  For one export the driver calls begin
+ * once (with the table's columns, also for an empty view), row once per row
+ * in key order, end once, and release on every context it made (also when
+ * a failure skipped end, also with state NULL).  They return 0 or a
+ * negative CDC_E* code (or -errno).  begin, end and release may be NULL
+ * (nothing to write or free). */
+typedef struct cdc__export_format {
+    const char *name;
+    /* 1: the bytes row() appends depend on that row alone: not on the rows
+     * before it, not on a file offset, not on state.  The export may then
+     * encode a later key range in a second context that sees row() only
+     * (no begin, no end, no state) and place its bytes, as they are, after
+     * the first context's rows and before that context's end().  0: one
+     * context sees every row. */
+    int concat_rows;
+    int (*begin)(cdc__export_ctx *c, const char *const *names, size_t ncols);
+    int (*row)(cdc__export_ctx *c, const cdc_row_t *row);
+    int (*end)(cdc__export_ctx *c);
+    void (*release)(cdc__export_ctx *c);
+} cdc__export_format;
+
+extern const cdc__export_format cdc__export_csv, cdc__export_ndjson;
+
+/* The format of a CDC_FORMAT_* number, NULL when there is none. */
+const cdc__export_format *cdc__export_format_get(int format);
+
+/* cdc_export_fd() in format fmt (opts->format is not read); export.c.  For
+ * formats that have no CDC_FORMAT_* number yet, and for tests. */
+int cdc__export_run(cdc_store_t *st, const char *table, const cdc_export_options_t *opts,
+                    const cdc__export_format *fmt, int fd, uint64_t *rows, cdc_error_t *err);
 
 /* ---- md5 (digest.c, RFC 1321) ---- */
 

@@ -3,7 +3,9 @@
  * their reference values (lookup3's from PostgreSQL's hashtextextended), the
  * row encoding's unambiguity, order independence of range hashes, values
  * swapped between rows, range splitting (quantiles and widths, negative
- * keys), the SQL pieces, and the io_uring file writer against write(2).
+ * keys), the SQL pieces, export formats (a header and a footer once around
+ * rows in key order, CSV and NDJSON halves joined byte for byte), and the
+ * io_uring file writer against write(2).
  * Everything against a real PostgreSQL is in tests/query/run.sh.
  */
 #include <criterion/criterion.h>
@@ -354,6 +356,148 @@ Test(sql, json_object_keys)
     cr_expect_str_eq(names[1], "b\"c");
     cr_expect_str_eq(names[2], "\xc3\xa9");
     for (int i = 0; i < 3; i++) free(names[i]);
+}
+
+/* ---- Export formats ---- */
+
+/* A format with a header and a footer, as Parquet will have: "B <ncols>",
+ * one line per row (its key), "E <offset>" with the offset the footer
+ * starts at.  The counters say how often begin and end ran, and how many
+ * contexts saw rows (row() marks its context, release() counts the marks). */
+static _Atomic int tf_begins, tf_ends, tf_row_contexts;
+
+static int tf_begin(cdc__export_ctx *c, const char *const *names, size_t n)
+{
+    (void)names;
+    tf_begins++;
+    cdc__buf_printf(c->out, "B %zu\n", n);
+    return 0;
+}
+
+static int tf_row(cdc__export_ctx *c, const cdc_row_t *row)
+{
+    c->state = c; /* bookkeeping only: the bytes depend on the row alone */
+    cdc__buf_puts(c->out, row->key_json);
+    cdc__buf_putc(c->out, '\n');
+    return 0;
+}
+
+static int tf_end(cdc__export_ctx *c)
+{
+    tf_ends++;
+    cdc__buf_printf(c->out, "E %llu\n", (unsigned long long)(c->offset + c->out->len));
+    return 0;
+}
+
+static void tf_release(cdc__export_ctx *c)
+{
+    if (c->state) tf_row_contexts++;
+    c->state = NULL;
+}
+
+/* The export of public.orders in fmt as a malloc'd string; *rc its result. */
+static char *export_with(cdc_store_t *st, const cdc__export_format *fmt, const cdc_export_options_t *o,
+                         int *rc)
+{
+    char path[] = "/tmp/cdcexport.XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    unlink(path);
+    cdc_error_t e = {0};
+    uint64_t rows = 0;
+    *rc = fmt ? cdc__export_run(st, "public.orders", o, fmt, fd, &rows, &e)
+              : cdc_export_fd(st, "public.orders", o, fd, &rows, &e);
+    struct stat sb;
+    cr_assert_eq(fstat(fd, &sb), 0);
+    char *buf = calloc(1, (size_t)sb.st_size + 1);
+    cr_assert_eq(pread(fd, buf, (size_t)sb.st_size, 0), (ssize_t)sb.st_size);
+    close(fd);
+    return buf;
+}
+
+/* 60 orders, keys 1..60, applied out of order. */
+static void put_orders(cdc_store_t *st)
+{
+    enum { N = 60 };
+    long ids[N];
+    const char *am[N];
+    for (int i = 0; i < N; i++) {
+        ids[i] = (long)((i * 37) % N) + 1;
+        am[i] = i % 3 ? "1.50" : "";
+    }
+    put_rows(st, ids, am, N, 100);
+}
+
+Test(export, header_and_footer_once_around_the_rows_in_key_order)
+{
+    char *d = tu_tmpdir();
+    cdc_store_t *st = tu_open(d);
+    put_orders(st);
+    cdc__buf want = {0};
+    cdc__buf_puts(&want, "B 3\n");
+    cdc_iter_t *it;
+    cdc_row_t row;
+    cr_assert_eq(cdc_iter_open(st, "public.orders", NULL, &it, NULL), 0);
+    while (cdc_iter_next(it, &row, NULL) == 1) cdc__buf_printf(&want, "%s\n", row.key_json);
+    cdc_iter_close(it);
+    cdc__buf_printf(&want, "E %zu\n", want.len);
+    cdc__buf_putc(&want, 0);
+    setenv("CDC_EXPORT_THREADS", "2", 1); /* two halves wherever the format allows them */
+    cdc_export_options_t o = {0};
+    for (int concat = 0; concat <= 1; concat++) {
+        cdc__export_format f = {"test", concat, tf_begin, tf_row, tf_end, tf_release};
+        tf_begins = tf_ends = tf_row_contexts = 0;
+        int rc;
+        char *got = export_with(st, &f, &o, &rc);
+        cr_assert_eq(rc, 0);
+        cr_expect_str_eq(got, want.p, "concat_rows %d", concat);
+        cr_expect_eq(tf_begins, 1, "concat_rows %d: begin ran %d times", concat, tf_begins);
+        cr_expect_eq(tf_ends, 1, "concat_rows %d: end ran %d times", concat, tf_ends);
+        /* Rows that do not concatenate stay in one context; rows that do are
+         * encoded in two at once (the halves) and still come out in order. */
+        cr_expect_eq(tf_row_contexts, concat ? 2 : 1, "concat_rows %d: %d contexts saw rows", concat,
+                     tf_row_contexts);
+        free(got);
+    }
+    unsetenv("CDC_EXPORT_THREADS");
+    cdc__buf_free(&want);
+    cdc_store_close(st);
+    tu_rmrf(d);
+    free(d);
+}
+
+Test(export, csv_and_ndjson_halves_give_the_bytes_of_one_piece)
+{
+    char *d = tu_tmpdir();
+    cdc_store_t *st = tu_open(d);
+    put_orders(st);
+    for (int format = CDC_FORMAT_CSV; format <= CDC_FORMAT_NDJSON; format++)
+        for (int meta = 0; meta <= 1; meta++) {
+            cdc_export_options_t o = {.format = format, .header = 1, .meta = meta};
+            int rc1, rc2;
+            setenv("CDC_EXPORT_THREADS", "1", 1);
+            char *one = export_with(st, NULL, &o, &rc1);
+            setenv("CDC_EXPORT_THREADS", "2", 1);
+            char *two = export_with(st, NULL, &o, &rc2);
+            cr_assert_eq(rc1, 0);
+            cr_assert_eq(rc2, 0);
+            cr_expect_str_eq(two, one, "format %d meta %d", format, meta);
+            const char *first = format == CDC_FORMAT_CSV
+                                    ? (meta ? "order_id,status,amount,__lsn,__deleted\n1,paid,\"\",1"
+                                            : "order_id,status,amount\n1,paid,\"\"\n2,paid,1.50\n")
+                                    : "{\"order_id\":\"1\",\"status\":\"paid\",\"amount\":\"\"";
+            cr_expect(!strncmp(one, first, strlen(first)), "format %d meta %d starts: %.60s", format, meta, one);
+            free(one);
+            free(two);
+        }
+    unsetenv("CDC_EXPORT_THREADS");
+    cdc_export_options_t bad = {.format = 99};
+    int rc;
+    free(export_with(st, NULL, &bad, &rc));
+    cr_expect_eq(rc, CDC_EINVAL, "an unknown format is refused");
+    cdc_store_close(st);
+    tu_rmrf(d);
+    free(d);
 }
 
 /* ---- The file writer ---- */

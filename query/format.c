@@ -1,0 +1,125 @@
+/*
+ * format.c: the export formats, each a cdc__export_format (query.h): how a
+ * table's columns and rows become bytes, apart from reading the rows and
+ * writing the file, which export.c does for every format.  A new format
+ * (Parquet, with its header and footer) is one more table of functions here
+ * or in a file of its own; export.c needs no change.
+ *
+ * CSV follows COPY's rules so that COPY FROM gives back the same values: a
+ * field is quoted when it is empty (so it reads as the empty string, not
+ * NULL), or contains the delimiter, a quote, CR or LF, or is exactly \.;
+ * quotes inside are doubled; NULL is written as nothing at all.  The header
+ * line (opts->header) names the table's columns.
+ *
+ * NDJSON is one JSON object per row and line, in column order, values as
+ * strings (PostgreSQL's text form), NULL as null.
+ *
+ * With opts->meta both add the row's LSN and deleted flag (__lsn,
+ * __deleted) after the columns.  Neither has a footer or state, and a row's
+ * bytes depend on that row alone, so both declare concat_rows: export.c may
+ * encode two key ranges at once and join them.
+ */
+#include <string.h>
+
+#include "query.h"
+
+/* ---- CSV ---- */
+
+/* Bytes that force quoting in a CSV field. */
+static const unsigned char csv_special[256] = {['\n'] = 1, ['\r'] = 1, ['"'] = 1, [','] = 1};
+
+static void csv_field(cdc__buf *b, const char *v, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)v;
+    size_t quotes = 0;
+    int quote = n == 0 || (n == 2 && v[0] == '\\' && v[1] == '.');
+    for (size_t i = 0; i < n; i++)
+        if (csv_special[u[i]]) {
+            quote = 1;
+            quotes += u[i] == '"';
+        }
+    if (!quote) {
+        cdc__buf_put(b, v, n);
+        return;
+    }
+    cdc__buf_reserve(b, n + quotes + 2);
+    char *o = b->p + b->len;
+    *o++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] == '"') *o++ = '"';
+        *o++ = v[i];
+    }
+    *o++ = '"';
+    b->len = (size_t)(o - b->p);
+}
+
+/* The header line, from the table's columns (so also for an empty view). */
+static int csv_begin(cdc__export_ctx *c, const char *const *names, size_t n)
+{
+    if (!c->opts->header) return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i) cdc__buf_putc(c->out, ',');
+        csv_field(c->out, names[i], strlen(names[i]));
+    }
+    if (c->opts->meta) cdc__buf_puts(c->out, n ? ",__lsn,__deleted" : "__lsn,__deleted");
+    cdc__buf_putc(c->out, '\n');
+    return 0;
+}
+
+static int csv_row(cdc__export_ctx *c, const cdc_row_t *row)
+{
+    cdc__buf *b = c->out;
+    for (size_t i = 0; i < row->ncols; i++) {
+        if (i) cdc__buf_putc(b, ',');
+        if (row->values[i]) csv_field(b, row->values[i], row->lens[i]);
+    }
+    if (c->opts->meta)
+        cdc__buf_printf(b, "%s%llu,%s", row->ncols ? "," : "", (unsigned long long)row->lsn,
+                        row->deleted ? "t" : "f");
+    cdc__buf_putc(b, '\n');
+    return 0;
+}
+
+const cdc__export_format cdc__export_csv = {
+    .name = "csv",
+    .concat_rows = 1,
+    .begin = csv_begin,
+    .row = csv_row,
+};
+
+/* ---- NDJSON ---- */
+
+static int ndjson_row(cdc__export_ctx *c, const cdc_row_t *row)
+{
+    cdc__buf *b = c->out;
+    cdc__buf_putc(b, '{');
+    for (size_t i = 0; i < row->ncols; i++) {
+        if (i) cdc__buf_putc(b, ',');
+        cdc__json_put_string(b, row->names[i], strlen(row->names[i]));
+        cdc__buf_putc(b, ':');
+        if (row->values[i]) cdc__json_put_string(b, row->values[i], row->lens[i]);
+        else cdc__buf_puts(b, "null");
+    }
+    if (c->opts->meta)
+        cdc__buf_printf(b, "%s\"__lsn\":%llu,\"__deleted\":%s", row->ncols ? "," : "",
+                        (unsigned long long)row->lsn, row->deleted ? "true" : "false");
+    cdc__buf_puts(b, "}\n");
+    return 0;
+}
+
+const cdc__export_format cdc__export_ndjson = {
+    .name = "ndjson",
+    .concat_rows = 1,
+    .row = ndjson_row,
+};
+
+/* ---- By number ---- */
+
+const cdc__export_format *cdc__export_format_get(int format)
+{
+    switch (format) {
+    case CDC_FORMAT_CSV: return &cdc__export_csv;
+    case CDC_FORMAT_NDJSON: return &cdc__export_ndjson;
+    default: return NULL;
+    }
+}
