@@ -31,7 +31,7 @@ DEB_PKGS := build-essential pkg-config librocksdb-dev librdkafka-dev libcjson-de
 	libcriterion-dev libpq-dev postgresql-15 postgresql-client-15 kcat curl jq maven openjdk-17-jdk-headless \
 	gnuplot-nox time python3
 
-.PHONY: all lib deps test test-unit test-asan test-install test-compat test-sanflags test-e2e demo pipeline-demo install clean bench
+.PHONY: all lib deps test test-unit test-asan test-install test-compat test-faults test-sanflags test-e2e demo pipeline-demo install clean bench
 
 all: lib $(BUILD)/cdcstore
 
@@ -90,6 +90,7 @@ test: deps
 	$(MAKE) test-unit
 	$(MAKE) test-install
 	$(MAKE) test-compat
+	$(MAKE) test-faults
 	$(MAKE) test-asan
 	$(MAKE) test-sanflags
 	$(MAKE) test-query
@@ -97,6 +98,10 @@ test: deps
 
 test-install: all
 	@bash tests/install_test.sh
+
+# Faults an operator meets: a full disk (tests/faults/*.sh, one process each).
+test-faults: all
+	@set -e; for t in tests/faults/*.sh; do echo "== $$t"; bash $$t; done
 
 # A replica written by an earlier build opens and reads the same.
 test-compat: all

@@ -103,7 +103,16 @@ typedef struct cdc_open_options {
     size_t block_cache_mb;   /* 0: default (64) */
     cdc_log_fn log;          /* NULL: no logging */
     void *log_opaque;
+    size_t min_free_mb;      /* 0: default (128); see below */
 } cdc_open_options_t;
+
+/* Free space.  A replica opened for writing refuses to open, and each
+ * apply refuses its batch, with -ENOSPC and a message naming the directory
+ * and the space free, while its filesystem has less than min_free_mb MiB
+ * free: RocksDB (as Debian builds it) aborts the process on an assertion
+ * when its info log meets a full disk, and a memtable flush needs up to a
+ * write buffer (64 MiB) of room.  Nothing is written by a refused call, so
+ * the run resumes where it stopped once space is freed. */
 
 /* Opens (or creates) the replica in directory dir.  opts may be NULL
  * (create_if_missing = 1, defaults otherwise).

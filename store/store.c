@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "store.h"
 
@@ -343,6 +344,22 @@ static int load_meta(cdc_store_t *st, cdc_error_t *err)
     return rc;
 }
 
+/* ---- Free space ---- */
+
+#define DEFAULT_MIN_FREE_MB 128
+
+int cdc__space_check(const cdc_store_t *st, cdc_error_t *err)
+{
+    struct statvfs vs;
+    if (st->read_only || statvfs(st->dir, &vs) != 0) return 0; /* cannot tell: RocksDB reports */
+    uint64_t avail = (uint64_t)vs.f_bavail * vs.f_frsize;
+    if (avail >= st->min_free) return 0;
+    return cdc__err(err, -ENOSPC,
+                    "%s: %llu MiB free on its filesystem, %llu MiB needed to write (no space left on "
+                    "device); nothing was written: free some space and run again",
+                    st->dir, (unsigned long long)(avail >> 20), (unsigned long long)(st->min_free >> 20));
+}
+
 int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **out, cdc_error_t *err)
 {
     cdc_open_options_t defaults = {.create_if_missing = 1};
@@ -361,6 +378,12 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
     st->log = o->log;
     st->log_opaque = o->log_opaque;
     st->read_only = o->read_only;
+    st->min_free = (uint64_t)(o->min_free_mb ? o->min_free_mb : DEFAULT_MIN_FREE_MB) << 20;
+    int rc = cdc__space_check(st, err);
+    if (rc) {
+        cdc_store_close(st);
+        return rc;
+    }
     st->opts = rocksdb_options_create();
     rocksdb_options_set_create_if_missing(st->opts, 1);
     rocksdb_options_set_create_missing_column_families(st->opts, 1);
@@ -411,7 +434,6 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
         st->db = rocksdb_open_for_read_only_column_families(st->opts, dir, (int)total, cfn, cfo, h, 0, &e);
     else
         st->db = rocksdb_open_column_families(st->opts, dir, (int)total, cfn, cfo, h, &e);
-    int rc = 0;
     if (e) {
         int code = strstr(e, "lock") ? CDC_ELOCKED : CDC_EIO;
         rc = cdc__err(err, code, "%s: cannot open the replica: %s", dir, e);

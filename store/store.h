@@ -74,6 +74,7 @@ struct cdc_store {
     rocksdb_writeoptions_t *wo, *wo_sync;
     rocksdb_column_family_handle_t *default_cf, *meta_cf, *dlq_cf;
     int read_only;
+    uint64_t min_free;                   /* bytes that must stay free (cdc_open_options_t) */
     int broken;                          /* a write failed: in-memory state is not trusted */
     cdc__table **tables;
     size_t ntables;
@@ -95,6 +96,10 @@ struct cdc_store {
 
 void cdc__log(cdc_store_t *st, int level, const char *facility, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* -ENOSPC with a message when the replica's filesystem has less than
+ * st->min_free bytes free (cdc_open_options_t.min_free_mb); else 0. */
+int cdc__space_check(const cdc_store_t *st, cdc_error_t *err);
 
 /* Finds a table; with create, creates its column family and metadata. */
 int cdc__table_get(cdc_store_t *st, const char *name, int create, cdc__table **out,
