@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
@@ -360,6 +361,43 @@ int cdc__space_check(const cdc_store_t *st, cdc_error_t *err)
                     st->dir, (unsigned long long)(avail >> 20), (unsigned long long)(st->min_free >> 20));
 }
 
+/* ---- Whose directory ---- */
+
+/* A file RocksDB writes in a database directory (a replica is one). */
+static int rocksdb_file(const char *n)
+{
+    static const char *const prefixes[] = {"CURRENT", "IDENTITY", "LOCK", "LOG", "MANIFEST-", "OPTIONS-"};
+    static const char *const suffixes[] = {".sst", ".log", ".dbtmp", ".blob"};
+    size_t l = strlen(n);
+    if (!strcmp(n, ".") || !strcmp(n, "..")) return 1;
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+        if (!strncmp(n, prefixes[i], strlen(prefixes[i]))) return 1;
+    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
+        size_t s = strlen(suffixes[i]);
+        if (l > s && !strcmp(n + l - s, suffixes[i])) return 1;
+    }
+    return 0;
+}
+
+/* A directory that holds anything but RocksDB's files is someone else's:
+ * a replica is never created among its contents. */
+static int check_not_foreign(const char *dir, cdc_error_t *err)
+{
+    DIR *d = opendir(dir);
+    if (!d) return cdc__err(err, -errno, "%s: cannot read: %s", dir, strerror(errno));
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d)))
+        if (!rocksdb_file(e->d_name)) {
+            rc = cdc__err(err, CDC_EINVAL,
+                          "%s: not a replica and not empty (it holds %.200s): give an empty or new directory",
+                          dir, e->d_name);
+            break;
+        }
+    closedir(d);
+    return rc;
+}
+
 int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **out, cdc_error_t *err)
 {
     cdc_open_options_t defaults = {.create_if_missing = 1};
@@ -372,6 +410,11 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
             return cdc__err(err, CDC_ENOTFOUND, "%s: no such replica directory", dir);
         if (mkdir(dir, 0755) != 0 && errno != EEXIST)
             return cdc__err(err, -errno, "%s: cannot create: %s", dir, strerror(errno));
+    } else if (!S_ISDIR(sb.st_mode)) {
+        return cdc__err(err, CDC_EINVAL, "%s: not a directory", dir);
+    } else {
+        int rc = check_not_foreign(dir, err);
+        if (rc) return rc;
     }
     cdc_store_t *st = cdc__calloc(1, sizeof *st);
     st->dir = cdc__strdup(dir);

@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <dirent.h>
 #include <stdarg.h>
 
 #include "testutil.h"
@@ -879,6 +880,38 @@ Test(apply, wide_rows)
     cdc_store_close(st);
     free(a);
     free(b);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/* A directory holding someone else's files is refused, for writing and
+ * for reading, and nothing is written into it; an empty one is taken. */
+Test(apply, foreign_directory_refused)
+{
+    char *dir = tu_tmpdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/notes.txt", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("not a replica\n", f);
+    fclose(f);
+    cdc_store_t *st = NULL;
+    cdc_error_t e = {0};
+    cr_expect_eq(cdc_store_open(dir, NULL, &st, &e), CDC_EINVAL);
+    cr_expect(strstr(e.msg, "notes.txt"), "the message names what is there: %s", e.msg);
+    cr_expect_null(st);
+    cdc_open_options_t ro = {.read_only = 1};
+    cr_expect_eq(cdc_store_open(dir, &ro, &st, &e), CDC_EINVAL);
+    int n = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *de; (de = readdir(d));) n += de->d_name[0] != '.';
+    closedir(d);
+    cr_expect_eq(n, 1, "nothing was written beside the foreign file");
+    unlink(path);
+    st = tu_open(dir); /* empty now: taken */
+    cdc_store_close(st);
+    st = tu_open(dir); /* and reopened as the replica it became */
+    cdc_store_close(st);
     tu_rmrf(dir);
     free(dir);
 }
