@@ -336,7 +336,8 @@ CDC_API int cdc_export_fd(cdc_store_t *st, const char *table, const cdc_export_o
     XX(dead_letters, DEAD, 9, "records written to the dead-letter store")                               \
     XX(rows_live, LIVE, 10, "non-deleted rows (maintained on apply)")                                   \
     XX(rows_deleted, DELETED, 11, "tombstones kept")                                                    \
-    XX(tombstones_purged, PURGED, 14, "tombstones removed by cdc_store_gc()")
+    XX(tombstones_purged, PURGED, 14, "tombstones removed by cdc_store_gc()")                          \
+    XX(wal_rollbacks, ROLLBACKS, 15, "opens that rolled back to the last consistent point (damaged log)")
 
 typedef struct cdc_stats {
 #define CDC__STATS_FIELD(field, SLOT, slot, what) uint64_t field;

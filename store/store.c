@@ -398,6 +398,42 @@ static int check_not_foreign(const char *dir, cdc_error_t *err)
     return rc;
 }
 
+static rocksdb_t *open_families(cdc_store_t *st, size_t n, const char **names, const rocksdb_options_t **opts,
+                                rocksdb_column_family_handle_t **h, char **e)
+{
+    if (st->read_only)
+        return rocksdb_open_for_read_only_column_families(st->opts, st->dir, (int)n, names, opts, h, 0, e);
+    return rocksdb_open_column_families(st->opts, st->dir, (int)n, names, opts, h, e);
+}
+
+/* After a roll-back to the last consistent point: a warning naming the
+ * damage and where every source position now stands (the records after it
+ * are read again from the source), and a count in the replica's counters. */
+static void note_rollback(cdc_store_t *st, const char *damage)
+{
+    cdc__buf m = {0};
+    cdc__buf_printf(&m, "the write-ahead log is damaged (%.300s): the replica rolled back to its last "
+                        "consistent point; ", damage);
+    if (!st->npos) cdc__buf_puts(&m, "it holds no source position: apply its input again");
+    for (size_t i = 0; i < st->npos; i++)
+        cdc__buf_printf(&m, "%s%.200s[%d] now at offset %lld", i ? ", " : "", st->pos[i].topic,
+                        (int)st->pos[i].partition, (long long)st->pos[i].offset);
+    if (st->npos) cdc__buf_puts(&m, " (what follows is read again from the source)");
+    cdc__buf_putc(&m, 0);
+    cdc__log(st, CDC_LOG_WARN, "open", "%s: %s", st->dir, m.p);
+    cdc__buf_free(&m);
+    cdc__table *t = NULL;
+    if (st->read_only || cdc__table_get(st, "", 1, &t, NULL)) return;
+    t->stats[CDC__ST_ROLLBACKS]++;
+    t->stats_dirty = 1;
+    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+    cdc__table_flush(st, t, wb);
+    char *e = NULL;
+    rocksdb_write(st->db, st->wo_sync, wb, &e);
+    rocksdb_writebatch_destroy(wb);
+    free(e);
+}
+
 int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **out, cdc_error_t *err)
 {
     cdc_open_options_t defaults = {.create_if_missing = 1};
@@ -473,10 +509,18 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
     const rocksdb_options_t **cfo = cdc__calloc(total, sizeof *cfo);
     for (size_t i = 0; i < total; i++) cfo[i] = st->opts;
     rocksdb_column_family_handle_t **h = cdc__calloc(total, sizeof *h);
-    if (o->read_only)
-        st->db = rocksdb_open_for_read_only_column_families(st->opts, dir, (int)total, cfn, cfo, h, 0, &e);
-    else
-        st->db = rocksdb_open_column_families(st->opts, dir, (int)total, cfn, cfo, h, &e);
+    /* A write-ahead log damaged before its end (not merely cut short by a
+     * kill) fails this open; the replica then rolls back to its last
+     * consistent point, below, and says so. */
+    rocksdb_options_set_wal_recovery_mode(st->opts, 0 /* tolerate a torn tail only */);
+    st->db = open_families(st, total, cfn, cfo, h, &e);
+    char *damage = NULL;
+    if (e && strstr(e, "Corruption")) {
+        damage = e;
+        e = NULL;
+        rocksdb_options_set_wal_recovery_mode(st->opts, 2 /* point in time */);
+        st->db = open_families(st, total, cfn, cfo, h, &e);
+    }
     if (e) {
         int code = strstr(e, "lock") ? CDC_ELOCKED : CDC_EIO;
         rc = cdc__err(err, code, "%s: cannot open the replica: %s", dir, e);
@@ -515,7 +559,9 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
         st->next_dlq = 1;
     }
     rocksdb_iter_destroy(it);
+    if (damage) note_rollback(st, damage);
 done:
+    free(damage);
     for (size_t i = 3; i < total && rc; i++)
         if (h[i]) rocksdb_column_family_handle_destroy(h[i]);
     free(h);
