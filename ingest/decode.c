@@ -891,7 +891,9 @@ static int read_lsn(const dctx *c, const cJSON *v, uint64_t *lsn, int *present)
     if (!cJSON_IsNumber(v))
         return fail(c, NULL, "non-numeric LSN: source.lsn is %s %s", json_kind(v), snippet(v, sn, sizeof sn));
     double d = v->valuedouble;
-    if (!isfinite(d) || d != floor(d) || d < 0 || d > TWO53)
+    if (!isfinite(d)) /* cJSON prints an overflowed number as null: do not quote it */
+        return fail(c, NULL, "LSN out of range: source.lsn is a number beyond the range of a double");
+    if (d != floor(d) || d < 0 || d > TWO53)
         return fail(c, NULL, "LSN out of range: source.lsn %s is not an integer in 0..2^53",
                     snippet(v, sn, sizeof sn));
     *lsn = (uint64_t)d;

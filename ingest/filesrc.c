@@ -90,6 +90,7 @@ static int scan_line(const char *p, const char *end, kcat_fields *f, cdc__buf *t
     f->partition = f->offset = NULL;
     f->payload_null = 0;
     p = skip_ws(p, end);
+    if (end - p >= 3 && !memcmp(p, "\xef\xbb\xbf", 3)) p = skip_ws(p + 3, end); /* a byte-order mark */
     if (p >= end || *p != '{') return LINE_BAD;
     p = skip_ws(p + 1, end);
     while (p < end && *p != '}') {
@@ -111,6 +112,15 @@ static int scan_line(const char *p, const char *end, kcat_fields *f, cdc__buf *t
             *dst = text->len;
             if (!(p = cdc__json_read_string(v, end, text))) return LINE_BAD;
             if (dlen) *dlen = text->len - *dst;
+            cdc__buf_putc(text, 0);
+        } else if (*v == '{' && ((kl == 3 && !memcmp(ks, "key", 3)) || (kl == 7 && !memcmp(ks, "payload", 7)))) {
+            /* A key or payload written as a JSON object rather than as a
+             * string holding one (some tools do): its text is the value. */
+            if (!(p = skip_value(p, end))) return LINE_BAD;
+            int iskey = kl == 3;
+            *(iskey ? &f->key : &f->payload) = text->len;
+            *(iskey ? &f->key_len : &f->payload_len) = (size_t)(p - v);
+            cdc__buf_put(text, v, (size_t)(p - v));
             cdc__buf_putc(text, 0);
         } else {
             if (!(p = skip_value(p, end))) return LINE_BAD;

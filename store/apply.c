@@ -423,8 +423,11 @@ static void take_dead(apply_ctx *a, size_t i)
     cdc__event *ev = &a->evs[i];
     char where[600], reason[1400];
     cdc__table *t = counted_table(a->st, ev->table);
-    snprintf(reason, sizeof reason, "%s: %s", pos_name(r, where, sizeof where),
-             ev->reason ? ev->reason : "record does not decode");
+    const char *why = ev->reason ? ev->reason : "record does not decode";
+    size_t wl = strlen(pos_name(r, where, sizeof where));
+    /* The reason starts with the position when the decoder put it there. */
+    if (!strncmp(why, where, wl) && why[wl] == ':') snprintf(reason, sizeof reason, "%s", why);
+    else snprintf(reason, sizeof reason, "%s: %s", where, why);
     dlq_put(a->st, a->wb, r, reason);
     cdc__log(a->st, CDC_LOG_WARN, "apply", "dead letter: %s", reason);
     if (t) {

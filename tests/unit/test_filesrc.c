@@ -222,3 +222,39 @@ Test(filesrc, api_positions_out_of_range)
     tu_rmrf(dir);
     free(dir);
 }
+
+/* Hostile but readable lines: a payload written as a JSON object, a line
+ * starting with a byte-order mark, an LSN past a double's range; and each
+ * dead letter's reason names its position once. */
+Test(filesrc, hostile_lines_and_reasons)
+{
+    char *path = write_tmp(
+        "{\"topic\":\"shop.public.evil\",\"partition\":0,\"offset\":1,\"key\":\"{\\\"id\\\":1}\",\"payload\":\"{\\\"op\\\":\\\"x\\\"}\"}\n"
+        "{\"topic\":\"shop.public.evil\",\"partition\":0,\"offset\":2,\"key\":{\"id\":2},\"payload\":{\"op\":\"c\",\"after\":{\"id\":2},\"source\":{\"lsn\":5}}}\n"
+        "\xef\xbb\xbf{\"topic\":\"shop.public.evil\",\"partition\":0,\"offset\":3,\"key\":\"{\\\"id\\\":3}\",\"payload\":\"{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":3},\\\"source\\\":{\\\"lsn\\\":6}}\"}\n"
+        "{\"topic\":\"shop.public.evil\",\"partition\":0,\"offset\":4,\"key\":\"{\\\"id\\\":4}\",\"payload\":\"{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":4},\\\"source\\\":{\\\"lsn\\\":1e999}}\"}\n");
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    cdc_apply_result_t r;
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_apply_file(st, path, NULL, &r, &e), 0, "%s", e.msg);
+    cr_expect_eq(r.dead_letters, 2);
+    char *v = tu_export(st, "public.evil", 0);
+    cr_expect_str_eq(v, "id\n2\n3\n", "the object payload and the line after a BOM apply");
+    free(v);
+    cdc_dlq_iter_t *it;
+    cdc_dead_letter_t dl;
+    cr_assert_eq(cdc_dlq_open(st, &it, NULL), 0);
+    cr_assert_eq(cdc_dlq_next(it, &dl, NULL), 1);
+    cr_expect_str_eq(dl.reason, "shop.public.evil[0]@1: unknown op \"x\" (expected c, u, d, r, t or m)");
+    cr_assert_eq(cdc_dlq_next(it, &dl, NULL), 1);
+    cr_expect(strstr(dl.reason, "beyond the range of a double"), "%s", dl.reason);
+    cr_expect_null(strstr(dl.reason, "null"), "an overflowed LSN is not reported as null: %s", dl.reason);
+    cr_expect_eq(strstr(dl.reason + 1, "shop.public.evil[0]@4"), NULL, "the position once: %s", dl.reason);
+    cdc_dlq_close(it);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    unlink(path);
+    free(path);
+}
