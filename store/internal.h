@@ -1,8 +1,12 @@
 /*
- * internal.h: declarations shared by the library's files and not part of the
- * API (cdc__ prefix).  Buffers, varints, the key and row codecs, the decoded
- * event handed from the decoder (ingest/decode.c) to the guarded apply
- * (store/apply.c), and the store internals the query files use.
+ * internal.h: what the store offers the layers above it (ingest/, query/)
+ * and not the API (cdc__ prefix): the allocation policy, errors, buffers and
+ * varints, the key codec and its JSON text form, the decoded event a source
+ * hands the store and the call that applies a batch of them, and the stored
+ * value format.  The store knows no record format: ingest/ (its own header,
+ * ingest/ingest.h) turns records into cdc__events; query/ (query/query.h)
+ * reads through the iterator and the key codec.  Nothing here names a
+ * function of ingest/ or query/.
  */
 #ifndef CDC_INTERNAL_H
 #define CDC_INTERNAL_H
