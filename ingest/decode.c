@@ -22,25 +22,27 @@
  *    required.  Any other op is an error, never skipped silently.
  *  - Positions.  source.lsn is required (except for incremental snapshot
  *    reads, which carry none: lsn 0 then) and must be an integral JSON number
- *    in 0..2^53, because cJSON keeps numbers as doubles and nothing above
- *    2^53 survives exactly.  An "r" event is always a snapshot read, even when
+ *    in 0..2^64-1, read exactly from its digits past 2^53 ("Exact numbers"
+ *    below).  An "r" event is always a snapshot read, even when
  *    source.snapshot is missing or "false".
  *  - Key.  The Kafka key (a JSON object of the key columns in primary-key
  *    order) is the key; the row must agree with it on every key column it
  *    holds.  Without a Kafka key (bare envelopes read from files), the FIRST
  *    column of the row (after, or before for a delete) is taken as the
  *    primary key: Debezium writes columns in table order and most keys lead
- *    the table, but give the key to be exact.  Key values are integral
- *    numbers (int64, |v| <= 2^53) or strings (text, uuid); nothing else.
+ *    the table, but give the key to be exact.  Key values are integers (any
+ *    int64, exact) or strings (text, uuid); nothing else.
  *  - Values are kept in PostgreSQL's text form, which is what COPY CSV and
  *    the reconciliation hashes compare: NULL as a NULL tag, the TOAST
  *    placeholder "__debezium_unavailable_value" (and its binary, text-array
  *    and int-array forms, see UnchangedToastedPlaceholder in Debezium) as an
  *    "unavailable" tag so the stored value is kept, booleans as t/f, integers
- *    as decimal text, fractional numbers as the shortest %.15g..%.17g text
- *    that reads back to the same double (PostgreSQL's float8 output does the
- *    same), other objects and arrays as compact JSON.  An integral number
- *    beyond 2^53 is refused: the double cJSON holds is no longer the value.
+ *    as their exact decimal digits (past 2^53 from the JSON text), floats
+ *    in PostgreSQL's float8 text (the shortest decimal that reads back to
+ *    the same double, 1e+15 / 1.5e-05 in exponent form as PostgreSQL prints
+ *    them), other objects and arrays as compact JSON.  A delete's before
+ *    image column that does not decode is kept as unavailable: a delete
+ *    needs only its key.
  *  - Decimals.  Debezium's default "precise" NUMERIC is the base64 of the
  *    big-endian two's complement unscaled integer; the scale is in the
  *    schema (schemas.enable=true) or must be declared per column by the
@@ -59,6 +61,7 @@
  *    the column where they are known.  No input crashes the decoder, and
  *    every path frees what it allocated.
  */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -83,8 +86,16 @@
 /* ---- Error context ---- */
 
 /* What the decoder knows about the record so far, for error messages. */
+/* The JSON documents of a record, for reading numbers from their text (see
+ * "Exact numbers" below). */
+typedef struct numdocs {
+    cJSON *root, *kroot;          /* the value and the Kafka key, as parsed */
+    int attached;                 /* number nodes point at their text */
+} numdocs;
+
 typedef struct dctx {
     const cdc_record_t *rec;
+    numdocs *nd;
     cdc_error_t *err;
     const char *table;   /* borrowed; NULL until known */
     char *keytext;       /* malloc'd compact JSON of the key; NULL until known */
@@ -222,12 +233,13 @@ static int is_wrapped(const cJSON *o)
            member(o, "payload");
 }
 
-/* A JSON number that is an integer exactly representable (|v| <= 2^53). */
+/* A JSON number whose double is surely its exact integer value: |v| < 2^53
+ * (2^53 itself may be 2^53 + 1 rounded). */
 static int num_exact_int(const cJSON *v)
 {
     if (!cJSON_IsNumber(v)) return 0;
     double d = v->valuedouble;
-    return isfinite(d) && d == floor(d) && fabs(d) <= TWO53;
+    return isfinite(d) && d == floor(d) && fabs(d) < TWO53;
 }
 
 static int num_integral(const cJSON *v)
@@ -236,11 +248,120 @@ static int num_integral(const cJSON *v)
     return isfinite(d) && d == floor(d);
 }
 
+/* ---- Exact numbers ----
+ *
+ * cJSON keeps a number only as a double, which is exact for integers up to
+ * 2^53 and says nothing of how the number was written.  Where that is not
+ * enough (an integral value of 10^15 or more: a bigint past 2^53, an LSN,
+ * or a float written 1.0E15 that PostgreSQL prints 1e+15), the number's own
+ * text is read: the record's number tokens, in document order, are matched
+ * to cJSON's number nodes in the same (depth-first) order, once per record
+ * and only when such a number is met, so ordinary records pay nothing.
+ * A matched node's valuestring points at its token in the record (marked
+ * as a reference, so cJSON does not free it). */
+
+static int num_char(char ch)
+{
+    return (ch >= '0' && ch <= '9') || ch == '-' || ch == '+' || ch == '.' || ch == 'e' || ch == 'E';
+}
+
+/* The next number token at or after *pp (skipping strings), or NULL. */
+static const char *next_number(const char **pp, const char *end)
+{
+    const char *p = *pp;
+    while (p < end) {
+        if (*p == '"') {
+            for (p++; p < end && *p != '"'; p++)
+                if (*p == '\\') p++;
+            p++;
+            continue;
+        }
+        if (*p == '-' || (*p >= '0' && *p <= '9')) {
+            const char *s = p;
+            while (p < end && num_char(*p)) p++;
+            *pp = p;
+            return s;
+        }
+        p++;
+    }
+    *pp = end;
+    return NULL;
+}
+
+static void attach_numbers(cJSON *n, const char **pp, const char *end)
+{
+    for (; n; n = n->next) {
+        if (cJSON_IsNumber(n)) {
+            const char *t = next_number(pp, end);
+            if (t) {
+                n->valuestring = (char *)t;
+                n->type |= cJSON_IsReference;
+            }
+        } else if (n->child) {
+            attach_numbers(n->child, pp, end);
+        }
+    }
+}
+
+/* The text of number v as the record wrote it, its length in *len; NULL
+ * when it cannot be told. */
+static const char *num_text(const dctx *c, const cJSON *v, size_t *len)
+{
+    numdocs *nd = c->nd;
+    if (!v->valuestring && nd && !nd->attached) {
+        nd->attached = 1;
+        const char *p = c->rec->value, *end;
+        if (nd->root && p) {
+            end = p + c->rec->value_len;
+            attach_numbers(nd->root, &p, end);
+        }
+        p = c->rec->key;
+        if (nd->kroot && p) {
+            end = p + c->rec->key_len;
+            attach_numbers(nd->kroot, &p, end);
+        }
+    }
+    if (!v->valuestring) return NULL;
+    const char *t = v->valuestring;
+    size_t n = 0;
+    while (num_char(t[n])) n++;
+    *len = n;
+    return t;
+}
+
+/* Integer syntax: -?digits, nothing else. */
+static int int_syntax(const char *t, size_t n)
+{
+    size_t i = t[0] == '-';
+    if (i >= n) return 0;
+    for (; i < n; i++)
+        if (t[i] < '0' || t[i] > '9') return 0;
+    return 1;
+}
+
+/* The integer text t (int_syntax) as an int64, or -1 when out of range. */
+static int int64_of(const char *t, size_t n, int64_t *out)
+{
+    char s[32];
+    if (n >= sizeof s) return -1;
+    memcpy(s, t, n);
+    s[n] = 0;
+    errno = 0;
+    char *e;
+    long long v = strtoll(s, &e, 10);
+    if (errno || *e) return -1;
+    *out = v;
+    return 0;
+}
+
 /* ---- Number and text formatting ---- */
 
+/* PostgreSQL's float8 output: the shortest decimal that reads back to the
+ * same double, in exponent form (1e+15, 1.5e-05) when the exponent is below
+ * -4 or at least 15, else in positional form. */
 static void put_double(cdc__buf *b, double d)
 {
-    char s[64];
+    char s[40], digits[24];
     if (isnan(d)) {
         cdc__buf_puts(b, "NaN");
         return;
@@ -249,11 +370,41 @@ static void put_double(cdc__buf *b, double d)
         cdc__buf_puts(b, d > 0 ? "Infinity" : "-Infinity");
         return;
     }
-    for (int p = 15; p <= 17; p++) {
-        snprintf(s, sizeof s, "%.*g", p, d);
+    if (d == 0) {
+        cdc__buf_puts(b, signbit(d) ? "-0" : "0");
+        return;
+    }
+    for (int p = 1; p <= 17; p++) {
+        snprintf(s, sizeof s, "%.*e", p - 1, d);
         if (strtod(s, NULL) == d) break;
     }
-    cdc__buf_puts(b, s);
+    /* s: [-]d[.ddd]e(+|-)xx */
+    const char *q = s;
+    int neg = *q == '-', nd = 0;
+    q += neg;
+    for (; *q && *q != 'e'; q++)
+        if (*q != '.') digits[nd++] = *q;
+    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    int exp = atoi(q + 1);
+    if (neg) cdc__buf_putc(b, '-');
+    if (exp < -4 || exp >= 15) {
+        cdc__buf_putc(b, digits[0]);
+        if (nd > 1) {
+            cdc__buf_putc(b, '.');
+            cdc__buf_put(b, digits + 1, (size_t)nd - 1);
+        }
+        cdc__buf_printf(b, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+    } else if (exp < 0) {
+        cdc__buf_puts(b, "0.");
+        for (int i = -1; i > exp; i--) cdc__buf_putc(b, '0');
+        cdc__buf_put(b, digits, (size_t)nd);
+    } else {
+        for (int i = 0; i <= exp; i++) cdc__buf_putc(b, i < nd ? digits[i] : '0');
+        if (nd > exp + 1) {
+            cdc__buf_putc(b, '.');
+            cdc__buf_put(b, digits + exp + 1, (size_t)(nd - exp - 1));
+        }
+    }
 }
 
 static int b64_value(unsigned char ch)
@@ -453,14 +604,38 @@ static int is_placeholder(const cJSON *v)
     return 1;
 }
 
-/* Appends the text of an integral JSON number, or fails when it is beyond
- * 2^53 (cJSON's double no longer holds the exact value). */
-static int put_int(const dctx *c, const char *col, const cJSON *v, cdc__buf *out)
+/* Appends the text of an integral JSON number: from the double up to 2^53,
+ * beyond it from the number's own digits (within int64 when bigint is set:
+ * a column the schema says is int64). */
+static int put_int(const dctx *c, const char *col, const cJSON *v, int bigint, cdc__buf *out)
 {
-    if (!num_exact_int(v))
-        return fail(c, col, "integer value exceeds 2^53 and cannot be decoded exactly");
-    cdc__buf_put_i64(out, (int64_t)v->valuedouble);
+    char sn[80];
+    if (num_exact_int(v)) {
+        cdc__buf_put_i64(out, (int64_t)v->valuedouble);
+        return 0;
+    }
+    size_t n;
+    int64_t x;
+    const char *t = num_text(c, v, &n);
+    if (!t || !int_syntax(t, n))
+        return fail(c, col, "wrong type: %s is not an integer", snippet(v, sn, sizeof sn));
+    if (bigint && int64_of(t, n, &x))
+        return fail(c, col, "wrong type: %.*s is out of range for int64", (int)n, t);
+    cdc__buf_put(out, t, n);
     return 0;
+}
+
+/* An integral number without a schema: an integer when written as one,
+ * else a float (1.0E15, 1e20) in PostgreSQL's float8 text. */
+static int put_integral(const dctx *c, const char *col, const cJSON *v, cdc__buf *out)
+{
+    size_t n;
+    const char *t = fabs(v->valuedouble) >= 1e15 ? num_text(c, v, &n) : NULL;
+    if (t && !int_syntax(t, n)) {
+        put_double(out, v->valuedouble);
+        return 0;
+    }
+    return put_int(c, col, v, 0, out);
 }
 
 /* {"scale": n, "value": "<base64>"}: Debezium's VariableScaleDecimal. */
@@ -523,7 +698,7 @@ static int put_untyped(const dctx *c, const char *col, const cJSON *v, cdc__buf 
             cJSON_Delete(fs);
             return rc;
         }
-        if (num_integral(v)) return put_int(c, col, v, out);
+        if (num_integral(v)) return put_integral(c, col, v, out);
         put_double(out, d);
         return 0;
     }
@@ -634,12 +809,14 @@ static int put_typed(const dctx *c, const char *col, const cJSON *v, const cJSON
         if (!cJSON_IsNumber(v) || !num_integral(v))
             return fail(c, col, "wrong type: the schema says %s, the value is %s %s", type, json_kind(v),
                         snippet(v, sn, sizeof sn));
-        if (i == 3) return put_int(c, col, v, out);
+        if (i == 3) return put_int(c, col, v, 1, out);
         if (v->valuedouble < ints[i].lo || v->valuedouble > ints[i].hi)
             return fail(c, col, "wrong type: %s is out of range for %s", snippet(v, sn, sizeof sn), type);
-        return put_int(c, col, v, out);
+        return put_int(c, col, v, 0, out);
     }
-    if (!strcmp(type, "float32") || !strcmp(type, "float64")) {
+    /* JsonConverter names them float32/float64; "float"/"double" are read alike */
+    if (!strcmp(type, "float32") || !strcmp(type, "float64") || !strcmp(type, "float") ||
+        !strcmp(type, "double")) {
         if (cJSON_IsString(v) && (!strcmp(v->valuestring, "NaN") || !strcmp(v->valuestring, "Infinity") ||
                                   !strcmp(v->valuestring, "-Infinity"))) {
             cdc__buf_puts(out, v->valuestring);
@@ -726,6 +903,12 @@ static int decode_row(const dctx *c, cdc__event *ev, const cJSON *obj, const cJS
     cdc__buf val = {0};
     int i = 0, rc = 0;
     const cJSON *v;
+    /* A delete needs only its key: a column of its before image that does
+     * not decode is kept as "unavailable" (the store keeps no such value),
+     * never the reason a delete is lost and its row left in the replica. */
+    int del = ev->action == CDC__ACT_DELETE;
+    dctx quiet = *c;
+    quiet.err = NULL;
     cJSON_ArrayForEach(v, obj)
     {
         const char *col = v->string;
@@ -738,7 +921,14 @@ static int decode_row(const dctx *c, cdc__event *ev, const cJSON *obj, const cJS
         } else {
             cdc__buf_reset(&val);
             const cJSON *fs = field_schema(fields, col, i);
-            rc = fs ? put_typed(c, col, v, fs, &val) : put_untyped(c, col, v, &val);
+            const dctx *dc = del ? &quiet : c;
+            rc = fs ? put_typed(dc, col, v, fs, &val) : put_untyped(dc, col, v, &val);
+            if (rc && del) {
+                cdc__evrow_add(&ev->row, col, cl, CDC__V_UNAVAILABLE, NULL, 0);
+                rc = 0;
+                i++;
+                continue;
+            }
             if (rc) break;
             cdc__evrow_add(&ev->row, col, cl, CDC__V_TEXT, val.p ? val.p : "", val.len);
         }
@@ -750,20 +940,27 @@ static int decode_row(const dctx *c, cdc__event *ev, const cJSON *obj, const cJS
 
 /* ---- Keys ---- */
 
-/* Appends one key element: an integral number (int64, |v| <= 2^53) or a
- * string.  0 ok; -1 with the reason in *why. */
-static int key_element(cdc__buf *key, const cJSON *v, const char **why)
+/* Appends one key element: an integer (any int64, exact from its digits
+ * past 2^53) or a string.  0 ok; -1 with the reason in *why. */
+static int key_element(const dctx *c, cdc__buf *key, const cJSON *v, const char **why)
 {
     if (cJSON_IsString(v)) {
         cdc__key_add_text(key, v->valuestring, strlen(v->valuestring));
         return 0;
     }
     if (cJSON_IsNumber(v) && num_integral(v)) {
-        if (!num_exact_int(v)) {
-            *why = "integer value exceeds 2^53 and cannot be decoded exactly";
+        if (num_exact_int(v)) {
+            cdc__key_add_int(key, (int64_t)v->valuedouble);
+            return 0;
+        }
+        size_t n;
+        int64_t x;
+        const char *t = num_text(c, v, &n);
+        if (!t || !int_syntax(t, n) || int64_of(t, n, &x)) {
+            *why = "integer key out of the range of a bigint";
             return -1;
         }
-        cdc__key_add_int(key, (int64_t)v->valuedouble);
+        cdc__key_add_int(key, x);
         return 0;
     }
     *why = "unsupported key type (a key column must be an integer or a string)";
@@ -772,9 +969,15 @@ static int key_element(cdc__buf *key, const cJSON *v, const char **why)
 
 /* Do a key value and the row's value of that column agree?  Raw JSON is
  * compared, so a base64 NUMERIC key matches its undecoded row value. */
-static int same_json(const cJSON *a, const cJSON *b)
+static int same_json(const dctx *c, const cJSON *a, const cJSON *b)
 {
-    if (cJSON_IsNumber(a) && cJSON_IsNumber(b)) return a->valuedouble == b->valuedouble;
+    if (cJSON_IsNumber(a) && cJSON_IsNumber(b)) {
+        if (a->valuedouble != b->valuedouble) return 0;
+        if (num_exact_int(a)) return 1;
+        size_t na, nb; /* past 2^53 two numbers may share a double: compare the digits */
+        const char *ta = num_text(c, a, &na), *tb = num_text(c, b, &nb);
+        return ta && tb && na == nb && !memcmp(ta, tb, na);
+    }
     if (cJSON_IsString(a) && cJSON_IsString(b)) return strcmp(a->valuestring, b->valuestring) == 0;
     return 0;
 }
@@ -793,7 +996,7 @@ static int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj, const cJSON *r
         cdc__buf_put_varint(&ev->keycols, (uint64_t)n);
         cJSON_ArrayForEach(k, kobj)
         {
-            if (key_element(&ev->key, k, &why))
+            if (key_element(c, &ev->key, k, &why))
                 return fail(c, k->string, "%s: %s", why, snippet(k, sn, sizeof sn));
             cdc__buf_put_varint(&ev->keycols, strlen(k->string));
             cdc__buf_puts(&ev->keycols, k->string);
@@ -807,7 +1010,7 @@ static int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj, const cJSON *r
                     return fail(c, k->string, "key does not match the row: the key column is not in the row");
                 continue;
             }
-            if (!same_json(k, rv)) {
+            if (!same_json(c, k, rv)) {
                 char rs[80];
                 return fail(c, k->string, "key does not match the row: the key holds %s, the row %s",
                             snippet(k, sn, sizeof sn), snippet(rv, rs, sizeof rs));
@@ -827,7 +1030,7 @@ static int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj, const cJSON *r
     cdc__buf_puts(&kt, "}");
     cdc__buf_putc(&kt, 0);
     c->keytext = kt.p;
-    if (key_element(&ev->key, k, &why)) return fail(c, k->string, "%s", why);
+    if (key_element(c, &ev->key, k, &why)) return fail(c, k->string, "%s", why);
     cdc__buf_put_varint(&ev->keycols, 1);
     cdc__buf_put_varint(&ev->keycols, strlen(k->string));
     cdc__buf_puts(&ev->keycols, k->string);
@@ -893,9 +1096,26 @@ static int read_lsn(const dctx *c, const cJSON *v, uint64_t *lsn, int *present)
     double d = v->valuedouble;
     if (!isfinite(d)) /* cJSON prints an overflowed number as null: do not quote it */
         return fail(c, NULL, "LSN out of range: source.lsn is a number beyond the range of a double");
-    if (d != floor(d) || d < 0 || d > TWO53)
-        return fail(c, NULL, "LSN out of range: source.lsn %s is not an integer in 0..2^53",
+    if (d != floor(d) || d < 0 || d > 18446744073709551615.0)
+        return fail(c, NULL, "LSN out of range: source.lsn %s is not an integer in 0..2^64-1",
                     snippet(v, sn, sizeof sn));
+    if (d >= TWO53) { /* exact from its digits */
+        size_t n;
+        const char *t = num_text(c, v, &n);
+        char s[32];
+        char *e;
+        if (!t || !int_syntax(t, n) || n >= sizeof s)
+            return fail(c, NULL, "LSN out of range: source.lsn %s is not an integer", snippet(v, sn, sizeof sn));
+        memcpy(s, t, n);
+        s[n] = 0;
+        errno = 0;
+        unsigned long long x = strtoull(s, &e, 10);
+        if (errno || *e)
+            return fail(c, NULL, "LSN out of range: source.lsn %s is above 2^64-1", s);
+        *lsn = x;
+        *present = 1;
+        return 0;
+    }
     *lsn = (uint64_t)d;
     *present = 1;
     return 0;
@@ -1036,6 +1256,7 @@ static int decode(dctx *c, cJSON *root, cdc__event *ev)
     cJSON *kroot;
     const cJSON *kobj, *fields;
     int rc = parse_kafka_key(c, &kroot, &kobj);
+    c->nd->kroot = kroot;
     if (!rc) rc = decode_key(c, ev, kobj, row, opl != 'd');
     if (!rc) rc = row_fields(c, schema, which, &fields);
     if (!rc) rc = decode_row(c, ev, row, fields);
@@ -1049,7 +1270,8 @@ int cdc__decode_record(const cdc_record_t *rec, cdc__scale_fn scale, void *scale
                        cdc__event *ev, cdc_error_t *err)
 {
     if (!rec || !ev) return cdc__err(err, CDC_EINVAL, "cdc__decode_record: no record or no event");
-    dctx c = {.rec = rec, .err = err, .scale = scale, .scale_opaque = scale_opaque};
+    numdocs nd = {0};
+    dctx c = {.rec = rec, .nd = &nd, .err = err, .scale = scale, .scale_opaque = scale_opaque};
     if (!rec->value) return 1;
     if (rec->value_len == 0) return fail(&c, NULL, "the record value is empty (a tombstone is a null value)");
     size_t pos = 0;
@@ -1060,6 +1282,7 @@ int cdc__decode_record(const cdc_record_t *rec, cdc__scale_fn scale, void *scale
         return 1;
     }
     cdc__event tmp = {0};
+    nd.root = root;
     int rc = decode(&c, root, &tmp);
     cJSON_Delete(root);
     free(c.keytext);

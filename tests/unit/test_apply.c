@@ -1001,3 +1001,31 @@ Test(apply, damaged_wal_rolls_back_with_a_warning)
     free(dir);
     free(ref);
 }
+
+/* Exact keys end to end: 2^53 and 2^53 + 1 are two rows; and a delete
+ * whose before image holds a value that does not decode still deletes. */
+Test(apply, exact_keys_and_undecodable_before_images)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    const char *e1 = "{\"op\":\"c\",\"after\":{\"id\":9007199254740992,\"v\":\"a\"},\"source\":{\"schema\":\"public\",\"table\":\"big\",\"lsn\":10}}";
+    const char *e2 = "{\"op\":\"c\",\"after\":{\"id\":9007199254740993,\"v\":\"b\"},\"source\":{\"schema\":\"public\",\"table\":\"big\",\"lsn\":11}}";
+    const char *e3 = "{\"op\":\"d\",\"before\":{\"id\":9007199254740992,\"v\":1e999},\"after\":null,\"source\":{\"schema\":\"public\",\"table\":\"big\",\"lsn\":12}}";
+    cdc_record_t recs[3] = {tu_rec("x.public.big", 0, 0, "{\"id\":9007199254740992}", e1),
+                            tu_rec("x.public.big", 0, 1, "{\"id\":9007199254740993}", e2),
+                            tu_rec("x.public.big", 0, 2, "{\"id\":9007199254740992}", e3)};
+    cdc_apply_result_t r = tu_apply(st, recs, 2);
+    cr_expect_eq(r.applied, 2, "two keys, two rows");
+    char *v = tu_export(st, "public.big", 0);
+    cr_expect_str_eq(v, "id,v\n9007199254740992,a\n9007199254740993,b\n");
+    free(v);
+    r = tu_apply(st, recs + 2, 1);
+    cr_expect_eq(r.dead_letters, 0);
+    cr_expect_eq(r.applied, 1, "the delete applies");
+    v = tu_export(st, "public.big", 0);
+    cr_expect_str_eq(v, "id,v\n9007199254740993,b\n", "no ghost row");
+    free(v);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}

@@ -950,7 +950,7 @@ BAD(bool_lsn, K, "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":true}}", "non-numeri
 BAD(object_lsn, K, "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":{}}}", "non-numeric LSN")
 BAD(negative_lsn, K, "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":-1}}", "LSN out of range")
 BAD(fractional_lsn, K, "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":1.5}}", "LSN out of range")
-BAD(huge_lsn, K, "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":9007199254740994}}", "LSN out of range")
+BAD(huge_lsn, K, "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":18446744073709551616}}", "LSN out of range")
 BAD(infinite_lsn, K, "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":1e400}}", "LSN out of range")
 BAD(incremental_string_lsn, K,
     "{\"op\":\"r\"," ROW ",\"source\":{\"lsn\":\"x\",\"snapshot\":\"incremental\"}}", "non-numeric LSN")
@@ -985,8 +985,9 @@ BAD(key_null, "{\"order_id\":null}", "{\"op\":\"c\",\"after\":{\"order_id\":null
     "unsupported key type")
 BAD(key_object, "{\"order_id\":{}}", "{\"op\":\"c\",\"after\":{\"order_id\":{}},\"source\":{\"lsn\":1}}",
     "unsupported key type")
-BAD(key_beyond_2_53, "{\"order_id\":9007199254740993000}",
-    "{\"op\":\"c\",\"after\":{\"order_id\":9007199254740993000},\"source\":{\"lsn\":1}}", "exceeds 2^53")
+BAD(key_beyond_bigint, "{\"order_id\":9223372036854775808}",
+    "{\"op\":\"c\",\"after\":{\"order_id\":9223372036854775808},\"source\":{\"lsn\":1}}",
+    "out of the range of a bigint")
 BAD(first_column_key_float, NULL, "{\"op\":\"c\",\"after\":{\"v\":0.5,\"id\":1},\"source\":{\"lsn\":1}}",
     "unsupported key type")
 BAD(first_column_key_null, NULL, "{\"op\":\"c\",\"after\":{\"id\":null},\"source\":{\"lsn\":1}}",
@@ -998,8 +999,6 @@ BAD(kafka_key_malformed, "{\"order_id\":", "{\"op\":\"c\"," ROW ",\"source\":{\"
 BAD(kafka_key_array, "[1]", "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":1}}", "Kafka key is an array")
 BAD(kafka_key_number, "1", "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":1}}", "Kafka key is a number")
 BAD(kafka_key_empty_object, "{}", "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":1}}", "no columns")
-BAD(value_beyond_2_53, K, "{\"op\":\"c\",\"after\":{\"order_id\":1,\"n\":9007199254740993000},\"source\":{\"lsn\":1}}",
-    "integer value exceeds 2^53 and cannot be decoded exactly")
 BAD(value_infinite, K, "{\"op\":\"c\",\"after\":{\"order_id\":1,\"n\":-1e999},\"source\":{\"lsn\":1}}",
     "out of range")
 BAD(declared_scale_not_base64, K, "{\"op\":\"c\",\"after\":{\"order_id\":1,\"amount\":\"40.00\"},\"source\":{\"lsn\":1}}",
@@ -1048,7 +1047,8 @@ BADT(int32_string, "{\"type\":\"int32\",\"field\":\"x\"}", "\"12\"", "wrong type
 BADT(int32_fraction, "{\"type\":\"int32\",\"field\":\"x\"}", "1.5", "wrong type")
 BADT(int16_range, "{\"type\":\"int16\",\"field\":\"x\"}", "40000", "wrong type")
 BADT(int64_string, "{\"type\":\"int64\",\"field\":\"x\"}", "\"12\"", "wrong type")
-BADT(int64_beyond_2_53, "{\"type\":\"int64\",\"field\":\"x\"}", "9223372036854775807", "exceeds 2^53")
+BADT(int64_beyond_range, "{\"type\":\"int64\",\"field\":\"x\"}", "9223372036854775808", "out of range for int64")
+BADT(int64_exponent, "{\"type\":\"int64\",\"field\":\"x\"}", "1e19", "wrong type")
 BADT(boolean_number, "{\"type\":\"boolean\",\"field\":\"x\"}", "1", "wrong type")
 BADT(string_number, "{\"type\":\"string\",\"field\":\"x\"}", "1", "wrong type")
 BADT(float_string, "{\"type\":\"float64\",\"field\":\"x\"}", "\"1.5\"", "wrong type")
@@ -1414,4 +1414,88 @@ Test(decode_real, composite_text_and_uuid_keys)
     cr_expect_str_eq(keyjson(&l.ev), "{\"customer_id\":\"00000000-0000-0000-0000-000000000001\"}");
     cr_expect_str_eq(col(&l.ev, "tier"), "gold");
     cdc__event_free(&l.ev);
+}
+
+/* ---- Exact numbers ---- */
+
+/* The value of column x of a typed (schemas.enable=true) event. */
+static const char *typed_value(const char *field_schema, const char *value)
+{
+    static char out[256];
+    char v[4096];
+    snprintf(v, sizeof v,
+             "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"field\":\"after\",\"fields\":["
+             "{\"type\":\"int32\",\"field\":\"order_id\"},%s]}]},"
+             "\"payload\":{\"op\":\"c\",\"after\":{\"order_id\":1,\"x\":%s},\"source\":{\"lsn\":1}}}",
+             field_schema, value);
+    cdc__event ev = {0};
+    expect_ok(K, v, &ev);
+    snprintf(out, sizeof out, "%s", col(&ev, "x"));
+    cdc__event_free(&ev);
+    return out;
+}
+
+/* Integers are exact at every size the source holds, from their digits;
+ * floats keep PostgreSQL's float8 text (shortest round trip, exponent form
+ * from 1e+15 and below 1e-04). */
+Test(decode, exact_numbers)
+{
+    cr_expect_str_eq(value_of("\"n\":9007199254740992", "n"), "9007199254740992");
+    cr_expect_str_eq(value_of("\"n\":9007199254740993", "n"), "9007199254740993", "2^53 + 1");
+    cr_expect_str_eq(value_of("\"n\":9007199254740991", "n"), "9007199254740991", "2^53 - 1");
+    cr_expect_str_eq(value_of("\"n\":1500000000000000001", "n"), "1500000000000000001", "a snowflake id");
+    cr_expect_str_eq(value_of("\"n\":9223372036854775807", "n"), "9223372036854775807", "2^63 - 1");
+    cr_expect_str_eq(value_of("\"n\":-9223372036854775808", "n"), "-9223372036854775808", "-2^63");
+    cr_expect_str_eq(value_of("\"n\":18446744073709551616", "n"), "18446744073709551616", "2^64 (a numeric)");
+    cr_expect_str_eq(value_of("\"n\":1e15", "n"), "1e+15");
+    cr_expect_str_eq(value_of("\"n\":1.0E15", "n"), "1e+15", "as Jackson writes a double");
+    cr_expect_str_eq(value_of("\"n\":1.0E20", "n"), "1e+20");
+    cr_expect_str_eq(value_of("\"n\":1.7976931348623157E308", "n"), "1.7976931348623157e+308");
+    cr_expect_str_eq(value_of("\"n\":1e308", "n"), "1e+308");
+    cr_expect_str_eq(value_of("\"n\":4.9E-324", "n"), "5e-324", "the smallest subnormal");
+    cr_expect_str_eq(value_of("\"n\":2.2250738585072014E-308", "n"), "2.2250738585072014e-308");
+    cr_expect_str_eq(value_of("\"n\":1.5E-5", "n"), "1.5e-05");
+    cr_expect_str_eq(value_of("\"n\":0.0001", "n"), "0.0001");
+    cr_expect_str_eq(value_of("\"n\":123456789012345.6", "n"), "123456789012345.6");
+    cr_expect_str_eq(value_of("\"n\":1234567890123456.5", "n"), "1.2345678901234565e+15");
+    cr_expect_str_eq(typed_value("{\"type\":\"float64\",\"field\":\"x\"}", "-0.0"), "-0");
+    cr_expect_str_eq(value_of("\"n\":100.25", "n"), "100.25");
+    cr_expect_str_eq(value_of("\"s\":\"x 1e15 9007199254740993\",\"n\":9007199254740993", "n"), "9007199254740993",
+                     "numbers inside strings are not matched");
+    cr_expect_str_eq(value_of("\"a\":[1,2.5,{\"b\":3}],\"n\":9007199254740995", "n"), "9007199254740995",
+                     "numbers nested before it are counted");
+    /* typed */
+    cr_expect_str_eq(typed_value("{\"type\":\"int64\",\"field\":\"x\"}", "9223372036854775807"), "9223372036854775807");
+    cr_expect_str_eq(typed_value("{\"type\":\"int64\",\"field\":\"x\"}", "-9223372036854775808"), "-9223372036854775808");
+    cr_expect_str_eq(typed_value("{\"type\":\"int64\",\"field\":\"x\"}", "9007199254740993"), "9007199254740993");
+    cr_expect_str_eq(typed_value("{\"type\":\"float64\",\"field\":\"x\"}", "1.0E20"), "1e+20");
+    cr_expect_str_eq(typed_value("{\"type\":\"double\",\"field\":\"x\"}", "1.0E15"), "1e+15", "named double");
+    cr_expect_str_eq(typed_value("{\"type\":\"float\",\"field\":\"x\"}", "0.1"), "0.1", "named float");
+    cr_expect_str_eq(typed_value("{\"type\":\"float64\",\"field\":\"x\"}", "\"NaN\""), "NaN");
+    cr_expect_str_eq(typed_value("{\"type\":\"float64\",\"field\":\"x\"}", "\"-Infinity\""), "-Infinity");
+}
+
+/* Keys and LSNs past 2^53 are exact: 2^53 and 2^53 + 1 are two rows. */
+Test(decode, exact_keys_and_lsns)
+{
+    cdc__event a = {0}, b = {0}, l = {0};
+    expect_ok("{\"id\":9007199254740992}", "{\"op\":\"c\",\"after\":{\"id\":9007199254740992},\"source\":{\"lsn\":5}}", &a);
+    expect_ok("{\"id\":9007199254740993}", "{\"op\":\"c\",\"after\":{\"id\":9007199254740993},\"source\":{\"lsn\":5}}", &b);
+    cr_expect(a.key.len != b.key.len || memcmp(a.key.p, b.key.p, a.key.len), "two keys, not one");
+    cr_expect_str_eq(keyjson(&b), "{\"id\":9007199254740993}");
+    expect_ok("{\"id\":1}", "{\"op\":\"c\",\"after\":{\"id\":1},\"source\":{\"lsn\":9007199254740993}}", &l);
+    cr_expect_eq(l.lsn, 9007199254740993ULL);
+    cdc__event_free(&l);
+    expect_ok("{\"id\":1}", "{\"op\":\"c\",\"after\":{\"id\":1},\"source\":{\"lsn\":18446744073709551615}}", &l);
+    cr_expect_eq(l.lsn, UINT64_MAX);
+    cdc__event_free(&l);
+    /* the key and the row must agree digit for digit past 2^53 */
+    cdc__event m = {0};
+    cdc_error_t err = {0};
+    cr_expect_eq(dec("{\"id\":9007199254740993}",
+                     "{\"op\":\"c\",\"after\":{\"id\":9007199254740992},\"source\":{\"lsn\":5}}", &m, &err),
+                 CDC_EDECODE, "a row of 2^53 under a key of 2^53 + 1");
+    cdc__event_free(&m);
+    cdc__event_free(&a);
+    cdc__event_free(&b);
 }
