@@ -40,7 +40,23 @@ int cli_parse_range(const char *spec, char **lo, char **hi);
 /* --decimal and --column-type: 0, or an exit status after printing. */
 int cli_declare_columns(cdc_store_t *st, const char *cmd, char **decimals, size_t nd, char **types, size_t nt);
 
-/* cli/output.c */
+/* ---- cli/output.c: text for a terminal ---- */
+
+/* A copy of s (n bytes; NULL is "") that is safe to print to a terminal:
+ * control bytes as \n, \r, \t or \xNN, and so the bytes of C1 controls and
+ * of invalid UTF-8; printable UTF-8 as is.  For all record-derived text the
+ * command prints as text (table and column names, log messages, dead
+ * letters); JSON output goes through cdc_json_write_string instead.
+ * Ownership: the caller frees the result. */
+char *cli_escape(const char *s, size_t n);
+/* Writes cli_escape(s, n) to f. */
+void cli_write_escaped(FILE *f, const char *s, size_t n);
+/* Formats, escapes the whole and writes it to f as one line (newline
+ * added) in one write. */
+void cli_printf_escaped(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- cli/output.c: export files ---- */
+
 int cli_open_output(const char *path);
 int cli_export_file(cdc_store_t *st, const char *table, const cdc_export_options_t *eo, int fd,
                     uint64_t *rows, cdc_error_t *e);

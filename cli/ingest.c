@@ -177,7 +177,7 @@ int cmd_ingest(int argc, char **argv)
     cdc_kafka_stats(k, &s);
     cdc_kafka_close(k);
     if (rc == CDC_ESTOPPED) {
-        fprintf(stderr, "cdcstore: %s\n", e.msg);
+        cli_printf_escaped(stderr, "cdcstore: %s", e.msg);
         status = EXIT_STOPPED;
     } else if (rc) {
         status = cli_fail(&e, rc);

@@ -34,7 +34,8 @@ void cli_log(void *opaque, int level, const char *facility, const char *msg)
         cdc_json_write_string(stderr, msg, strlen(msg));
         fputs("}\n", stderr);
     } else {
-        fprintf(stderr, "cdcstore: %s: %s: %s\n", lv, facility, msg);
+        /* Messages carry table names, keys and values from the records. */
+        cli_printf_escaped(stderr, "cdcstore: %s: %s: %s", lv, facility, msg);
     }
 }
 
@@ -48,7 +49,7 @@ int cli_open(const char *db, int create, int read_only, cdc_store_t **st)
     }
     int rc = cdc_store_open(db, &o, st, &e);
     if (rc) {
-        fprintf(stderr, "cdcstore: %s\n", e.msg);
+        cli_printf_escaped(stderr, "cdcstore: %s", e.msg);
         return EXIT_ERR;
     }
     return 0;
@@ -56,7 +57,7 @@ int cli_open(const char *db, int create, int read_only, cdc_store_t **st)
 
 int cli_fail(const cdc_error_t *e, int rc)
 {
-    fprintf(stderr, "cdcstore: %s (%s)\n", e->msg[0] ? e->msg : cdc_strerror(rc), cdc_strerror(rc));
+    cli_printf_escaped(stderr, "cdcstore: %s (%s)", e->msg[0] ? e->msg : cdc_strerror(rc), cdc_strerror(rc));
     return EXIT_ERR;
 }
 
@@ -202,7 +203,7 @@ static int cmd_apply(int argc, char **argv)
         all.tombstones += t.tombstones;
         all.dead_letters += t.dead_letters;
         if (rc == CDC_ESTOPPED) {
-            fprintf(stderr, "cdcstore: %s\n", e.msg);
+            cli_printf_escaped(stderr, "cdcstore: %s", e.msg);
             status = EXIT_STOPPED;
             break;
         }
@@ -392,11 +393,14 @@ static void print_stats(const char *name, const cdc_stats_t *s, int json, int fi
 #undef STATS_VALUE
     size_t n = sizeof v / sizeof v[0];
     if (json) {
-        printf("%s\"%s\":{", first ? "" : ",", name);
+        fputs(first ? "" : ",", stdout);
+        cdc_json_write_string(stdout, name, strlen(name)); /* a table name: the records' text */
+        fputs(":{", stdout);
         for (size_t i = 0; i < n; i++) printf("%s\"%s\":%llu", i ? "," : "", names[i], (unsigned long long)v[i]);
         printf("}");
     } else {
-        printf("%s\n", name);
+        cli_write_escaped(stdout, name, strlen(name));
+        putchar('\n');
         for (size_t i = 0; i < n; i++) printf("  %-24s %llu\n", names[i], (unsigned long long)v[i]);
     }
 }
@@ -476,7 +480,6 @@ static int cmd_dlq(int argc, char **argv)
     cdc_dead_letter_t dl;
     int rc = cdc_dlq_open(st, &it, &e), count = 0;
     while (!rc && (rc = cdc_dlq_next(it, &dl, &e)) == 1) {
-        char *rec = strndup(dl.record, dl.record_len);
         if (json) {
             printf("{\"id\":%llu,\"reason\":", (unsigned long long)dl.id);
             cdc_json_write_string(stdout, dl.reason, strlen(dl.reason));
@@ -488,10 +491,17 @@ static int cmd_dlq(int argc, char **argv)
             cdc_json_write_string(stdout, dl.record, dl.record_len);
             printf("}\n");
         } else {
-            printf("#%llu %s\n    record: %.200s%s\n", (unsigned long long)dl.id, dl.reason, rec,
+            /* The reason and the record are the input's text: escaped.  The
+             * record is cut at 200 bytes, back to the start of a character. */
+            size_t cut = dl.record_len > 200 ? 200 : dl.record_len;
+            while (cut < dl.record_len && cut > 0 && ((unsigned char)dl.record[cut] & 0xC0) == 0x80) cut--;
+            char *reason = cli_escape(dl.reason, strlen(dl.reason));
+            char *rec = cli_escape(dl.record, cut);
+            printf("#%llu %s\n    record: %s%s\n", (unsigned long long)dl.id, reason, rec,
                    dl.record_len > 200 ? "..." : "");
+            free(reason);
+            free(rec);
         }
-        free(rec);
         count++;
         rc = 0;
     }
@@ -569,7 +579,11 @@ static int cmd_tables(int argc, char **argv)
     size_t n;
     cdc_error_t e = {0};
     cdc_store_tables(st, &t, &n, &e);
-    for (size_t i = 0; i < n; i++) puts(t[i]);
+    /* One name a line, escaped: a name is the records' text. */
+    for (size_t i = 0; i < n; i++) {
+        cli_write_escaped(stdout, t[i], strlen(t[i]));
+        putchar('\n');
+    }
     cdc_strings_free(t, n);
     cdc_store_close(st);
     return EXIT_OK;

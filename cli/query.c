@@ -159,7 +159,10 @@ static void on_diff(void *opaque, const cdc_diff_t *d)
     static const char *kinds[] = {"?", "missing", "extra", "different"};
     const char *kind = d->kind >= 1 && d->kind <= 3 ? kinds[d->kind] : "?";
     if (d->column) {
-        printf("%s-column\t%s\n", kind, d->column);
+        /* A column name from the source or the records: escaped. */
+        printf("%s-column\t", kind);
+        cli_write_escaped(stdout, d->column, strlen(d->column));
+        putchar('\n');
         return;
     }
     printf("%s\t%s\t", kind, d->key_json);
@@ -218,7 +221,8 @@ int cmd_reconcile(int argc, char **argv)
     int rc = cdc_reconcile(db, table, source, &ro, &res, &e);
     fflush(stdout);
     if (rc) {
-        fprintf(stderr, "cdcstore reconcile: %s (%s)\n", e.msg[0] ? e.msg : cdc_strerror(rc), cdc_strerror(rc));
+        cli_printf_escaped(stderr, "cdcstore reconcile: %s (%s)", e.msg[0] ? e.msg : cdc_strerror(rc),
+                           cdc_strerror(rc));
         return 2;
     }
     uint64_t diffs = res.missing + res.extra + res.different + res.columns;
