@@ -29,7 +29,7 @@ TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 DEB_PKGS := build-essential pkg-config librocksdb-dev librdkafka-dev libcjson-dev liburing-dev libjemalloc-dev \
 	libcriterion-dev libpq-dev postgresql-15 postgresql-client-15 kcat curl jq maven openjdk-17-jdk-headless \
-	gnuplot-nox time python3
+	gnuplot-nox time python3 clang
 
 .PHONY: all lib deps test test-unit test-asan test-install test-compat test-faults test-sanflags test-e2e demo pipeline-demo install clean bench
 
@@ -93,6 +93,7 @@ test: deps
 	$(MAKE) test-faults
 	$(MAKE) test-asan
 	$(MAKE) test-sanflags
+	$(MAKE) test-fuzz
 	$(MAKE) test-query
 	$(MAKE) test-e2e
 
@@ -137,3 +138,4 @@ clean:
 -include tests/stack/stack.mk
 -include tests/query/query.mk
 -include bench/bench.mk
+-include tests/fuzz/fuzz.mk
