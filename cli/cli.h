@@ -57,8 +57,11 @@ void cli_printf_escaped(FILE *f, const char *fmt, ...) __attribute__((format(pri
 
 /* ---- cli/output.c: export files ---- */
 
-int cli_open_output(const char *path);
-int cli_export_file(cdc_store_t *st, const char *table, const cdc_export_options_t *eo, int fd,
+/* Exports table to the file at path, replacing it atomically: until the
+ * export is complete and synced the file keeps its previous content, and
+ * on any failure it is left as it was (see the top of cli/output.c).
+ * Returns 0, or a negative code with e filled. */
+int cli_export_file(cdc_store_t *st, const char *table, const cdc_export_options_t *eo, const char *path,
                     uint64_t *rows, cdc_error_t *e);
 
 /* Subcommands in their own files. */

@@ -248,7 +248,10 @@ static const char *export_usage =
     "Writes the table's non-deleted rows in primary-key order.  CSV loads back with\n"
     "COPY t FROM 'file' (FORMAT csv, HEADER).  --meta adds __lsn and __deleted and\n"
     "includes deleted rows.  LOW and HIGH are keys as JSON ([10] or {\"id\":10});\n"
-    "either may be empty; LOW is inclusive, HIGH exclusive.\n";
+    "either may be empty; LOW is inclusive, HIGH exclusive.\n"
+    "--output FILE replaces FILE atomically: FILE keeps its previous content until\n"
+    "the new export is complete and synced, and stays as it was when the export\n"
+    "fails or is killed.  Without --output the rows go to standard output.\n";
 
 int cli_parse_range(const char *spec, char **lo, char **hi)
 {
@@ -312,22 +315,13 @@ static int cmd_export(int argc, char **argv)
     cdc_store_t *st;
     int r = cli_open(db, 0, 1, &st);
     if (r) return r;
-    int fd = 1;
-    if (output) {
-        fd = cli_open_output(output);
-        if (fd < 0) {
-            cdc_store_close(st);
-            return EXIT_ERR;
-        }
-    }
     progress pg = {isatty(2) && output, now(), 0};
     eo.progress = export_progress;
     eo.progress_opaque = &pg;
     cdc_error_t e = {0};
     uint64_t rows = 0;
-    int rc = output ? cli_export_file(st, table, &eo, fd, &rows, &e) : cdc_export_fd(st, table, &eo, fd, &rows, &e);
+    int rc = output ? cli_export_file(st, table, &eo, output, &rows, &e) : cdc_export_fd(st, table, &eo, 1, &rows, &e);
     if (pg.tty) fputc('\n', stderr);
-    if (output) close(fd);
     cdc_store_close(st);
     free(lo_key);
     free(hi_key);
