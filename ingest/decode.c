@@ -248,6 +248,58 @@ static int num_integral(const cJSON *v)
     return isfinite(d) && d == floor(d);
 }
 
+/* ---- Text PostgreSQL cannot hold ----
+ *
+ * PostgreSQL text is valid UTF-8 (in a UTF8 database) and never holds a NUL
+ * character, so a record carrying either did not come from it: such a record
+ * is a dead letter, never stored cut at the NUL or with its bytes as they
+ * are.  Checked on the whole record text once (the common case is ASCII). */
+
+/* The offset of the first byte that is not valid UTF-8, or -1. */
+static long utf8_invalid(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned char ch = s[i];
+        if (ch < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC2 ? 2 : 0;
+        if (!len || ch > 0xF4 || i + len > n) return (long)i;
+        for (size_t k = 1; k < len; k++)
+            if ((s[i + k] & 0xC0) != 0x80) return (long)i;
+        if (len == 3 && ((ch == 0xE0 && s[i + 1] < 0xA0) || (ch == 0xED && s[i + 1] >= 0xA0))) return (long)i;
+        if (len == 4 && ((ch == 0xF0 && s[i + 1] < 0x90) || (ch == 0xF4 && s[i + 1] >= 0x90))) return (long)i;
+        i += len;
+    }
+    return -1;
+}
+
+/* Does the JSON text hold the escape \u0000 (an odd run of backslashes
+ * before "u0000")? */
+static int has_nul_escape(const char *s, size_t n)
+{
+    const char *p = s, *end = s + n;
+    while ((p = memmem(p, (size_t)(end - p), "u0000", 5))) {
+        size_t bs = 0;
+        while (p - bs > s && p[-1 - (long)bs] == '\\') bs++;
+        if (bs % 2) return 1;
+        p += 5;
+    }
+    return 0;
+}
+
+static int check_text(const dctx *c, const char *s, size_t n, const char *what)
+{
+    long bad = utf8_invalid((const unsigned char *)s, n);
+    if (bad >= 0)
+        return fail(c, NULL, "the %s is not valid UTF-8 (byte %ld): PostgreSQL text cannot hold it", what, bad);
+    if (has_nul_escape(s, n))
+        return fail(c, NULL, "the %s holds \\u0000: PostgreSQL text cannot hold a NUL character", what);
+    return 0;
+}
+
 /* ---- Exact numbers ----
  *
  * cJSON keeps a number only as a double, which is exact for integers up to
@@ -893,11 +945,32 @@ static const cJSON *field_schema(const cJSON *fields, const char *col, int i)
 
 /* Appends the event row of obj (an object, or absent/null: no columns) to
  * ev->row.  fields: the schema "fields" of the row struct, or NULL. */
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The first column name that appears twice in the row, or NULL. */
+static const char *duplicate_column(const cJSON *obj, int n)
+{
+    const char *small[64], **names = n <= 64 ? small : cdc__malloc((size_t)n * sizeof *names);
+    const char *dup = NULL;
+    int i = 0;
+    for (const cJSON *v = obj->child; v; v = v->next) names[i++] = v->string;
+    qsort(names, (size_t)n, sizeof *names, name_cmp);
+    for (i = 1; i < n && !dup; i++)
+        if (!strcmp(names[i - 1], names[i])) dup = names[i];
+    if (names != small) free(names);
+    return dup;
+}
+
 static int decode_row(const dctx *c, cdc__event *ev, const cJSON *obj, const cJSON *fields)
 {
     int n = cJSON_IsObject(obj) ? cJSON_GetArraySize(obj) : 0;
     if (n > MAX_COLUMNS)
         return fail(c, NULL, "the row has %d columns; a PostgreSQL table has at most %d", n, MAX_COLUMNS);
+    const char *dup = n > 1 ? duplicate_column(obj, n) : NULL;
+    if (dup) return fail(c, dup, "the column appears twice in the row");
     cdc__buf_put_varint(&ev->row, (uint64_t)n);
     if (!n) return 0;
     cdc__buf val = {0};
@@ -1274,6 +1347,9 @@ int cdc__decode_record(const cdc_record_t *rec, cdc__scale_fn scale, void *scale
     dctx c = {.rec = rec, .nd = &nd, .err = err, .scale = scale, .scale_opaque = scale_opaque};
     if (!rec->value) return 1;
     if (rec->value_len == 0) return fail(&c, NULL, "the record value is empty (a tombstone is a null value)");
+    if (check_text(&c, rec->value, rec->value_len, "record value") ||
+        (rec->key && check_text(&c, rec->key, rec->key_len, "Kafka key")))
+        return CDC_EDECODE;
     size_t pos = 0;
     cJSON *root = parse_json(rec->value, rec->value_len, &pos);
     if (!root) return fail(&c, NULL, "malformed JSON in the record value at byte %zu", pos);

@@ -76,6 +76,7 @@ typedef struct kcat_fields {
     size_t key_len, payload_len;
     const char *partition, *offset;
     int payload_null;
+    int nul;                /* the topic or key holds a NUL character */
 } kcat_fields;
 
 #define NONE ((size_t)-1)
@@ -89,6 +90,7 @@ static int scan_line(const char *p, const char *end, kcat_fields *f, cdc__buf *t
     f->key_len = f->payload_len = 0;
     f->partition = f->offset = NULL;
     f->payload_null = 0;
+    f->nul = 0;
     p = skip_ws(p, end);
     if (end - p >= 3 && !memcmp(p, "\xef\xbb\xbf", 3)) p = skip_ws(p + 3, end); /* a byte-order mark */
     if (p >= end || *p != '{') return LINE_BAD;
@@ -112,6 +114,8 @@ static int scan_line(const char *p, const char *end, kcat_fields *f, cdc__buf *t
             *dst = text->len;
             if (!(p = cdc__json_read_string(v, end, text))) return LINE_BAD;
             if (dlen) *dlen = text->len - *dst;
+            /* a topic or key cut at a NUL would name another table or row */
+            if (dst != &f->payload && memchr(text->p + *dst, 0, text->len - *dst)) f->nul = 1;
             cdc__buf_putc(text, 0);
         } else if (*v == '{' && ((kl == 3 && !memcmp(ks, "key", 3)) || (kl == 7 && !memcmp(ks, "payload", 7)))) {
             /* A key or payload written as a JSON object rather than as a
@@ -223,7 +227,8 @@ static void add_line(batch *b, const char *line, size_t len, const char *source,
         /* INT64_MAX is no offset: the replica stores the next one to read */
         r.offset = f.offset ? parse_position(f.offset, INT64_MAX - 1) : -1;
         r.partition = part >= 0 ? (int32_t)part : 0;
-        if (part < 0) bad = "the partition is not an integer in 0..2^31-1";
+        if (f.nul) bad = "the topic or the key holds a NUL character";
+        else if (part < 0) bad = "the partition is not an integer in 0..2^31-1";
         else if (f.offset && r.offset < 0) bad = "the offset is not an integer in 0..2^63-2";
     } else {
         /* A bare envelope, or a line that is not JSON at all: the decoder

@@ -258,3 +258,44 @@ Test(filesrc, hostile_lines_and_reasons)
     unlink(path);
     free(path);
 }
+
+/* Text PostgreSQL cannot hold is a dead letter with its reason, never
+ * stored cut or as it is: \u0000 in a value, a NUL in a topic (which would
+ * name another table), invalid UTF-8, a column twice in one row. */
+Test(filesrc, text_postgresql_cannot_hold)
+{
+    char *path = write_tmp(
+        "{\"topic\":\"shop.public.t\",\"partition\":0,\"offset\":1,\"key\":\"{\\\"id\\\":1}\",\"payload\":\"{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":1,\\\"s\\\":\\\"a\\\\u0000b\\\"},\\\"source\\\":{\\\"lsn\\\":5}}\"}\n"
+        "{\"topic\":\"shop.public.t\\u0000.x\",\"partition\":0,\"offset\":2,\"key\":\"{\\\"id\\\":2}\",\"payload\":\"{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":2},\\\"source\\\":{\\\"lsn\\\":6}}\"}\n"
+        "{\"topic\":\"shop.public.t\",\"partition\":0,\"offset\":3,\"key\":\"{\\\"id\\\":3}\",\"payload\":\"{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":3,\\\"s\\\":\\\"\xff\xfe\\\"},\\\"source\\\":{\\\"lsn\\\":7}}\"}\n"
+        "{\"topic\":\"shop.public.t\",\"partition\":0,\"offset\":4,\"key\":\"{\\\"id\\\":14}\",\"payload\":\"{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":14,\\\"s\\\":\\\"x\\\",\\\"id\\\":15},\\\"source\\\":{\\\"lsn\\\":8}}\"}\n"
+        "{\"topic\":\"shop.public.t\",\"partition\":0,\"offset\":5,\"key\":\"{\\\"id\\\":5}\",\"payload\":\"{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":5,\\\"s\\\":\\\"\\\\\\\\u0000 is text\\\"},\\\"source\\\":{\\\"lsn\\\":9}}\"}\n");
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    cdc_apply_result_t r;
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_apply_file(st, path, NULL, &r, &e), 0, "%s", e.msg);
+    cr_expect_eq(r.dead_letters, 4);
+    char *v = tu_export(st, "public.t", 0);
+    cr_expect_str_eq(v, "id,s\n5,\\u0000 is text\n", "only the row whose text is text");
+    free(v);
+    const char *why[] = {"\\u0000", "NUL", "UTF-8", "twice"};
+    cdc_dlq_iter_t *it;
+    cdc_dead_letter_t dl;
+    cr_assert_eq(cdc_dlq_open(st, &it, NULL), 0);
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(cdc_dlq_next(it, &dl, NULL), 1);
+        cr_expect(strstr(dl.reason, why[i]), "dead letter %d: %s", i + 1, dl.reason);
+    }
+    cdc_dlq_close(it);
+    char **names;
+    size_t n;
+    cr_assert_eq(cdc_store_tables(st, &names, &n, NULL), 0);
+    for (size_t i = 0; i < n; i++) cr_expect_str_eq(names[i], "public.t", "no table made of a cut topic");
+    cdc_strings_free(names, n);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    unlink(path);
+    free(path);
+}
