@@ -713,11 +713,33 @@ static int put_varscale(const dctx *c, const char *col, const cJSON *v, cdc__buf
 /* A value without schema information. */
 static int put_typed(const dctx *c, const char *col, const cJSON *v, const cJSON *fs, cdc__buf *out);
 
+/* bytea sent as base64 (Debezium's binary.handling.mode=bytes), in
+ * PostgreSQL's hex output: \x00ff10. */
+static int put_bytea(const dctx *c, const char *col, const cJSON *v, cdc__buf *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    char sn[80];
+    cdc__buf raw = {0};
+    if (b64_decode(v->valuestring, strlen(v->valuestring), &raw)) {
+        cdc__buf_free(&raw);
+        return fail(c, col, "wrong type: bytes value %s is not base64", snippet(v, sn, sizeof sn));
+    }
+    cdc__buf_reserve(out, 2 + 2 * raw.len);
+    cdc__buf_puts(out, "\\x");
+    for (size_t i = 0; i < raw.len; i++) {
+        cdc__buf_putc(out, hex[(unsigned char)raw.p[i] >> 4]);
+        cdc__buf_putc(out, hex[(unsigned char)raw.p[i] & 15]);
+    }
+    cdc__buf_free(&raw);
+    return 0;
+}
+
 static int put_untyped(const dctx *c, const char *col, const cJSON *v, cdc__buf *out)
 {
     char sn[80];
     if (cJSON_IsString(v)) {
         int scale = c->scale && c->table ? c->scale(c->scale_opaque, c->table, col) : CDC__COL_NONE;
+        if (scale == CDC__COL_BYTEA) return put_bytea(c, col, v, out);
         if (scale < 0) { /* no scale declared (a declared time type takes numbers only) */
             cdc__buf_puts(out, v->valuestring);
             return 0;
@@ -902,15 +924,7 @@ static int put_typed(const dctx *c, const char *col, const cJSON *v, const cJSON
             cdc__buf_puts(out, v->valuestring);
             return 0;
         }
-        cdc__buf raw = {0};
-        if (b64_decode(v->valuestring, strlen(v->valuestring), &raw)) {
-            cdc__buf_free(&raw);
-            return fail(c, col, "wrong type: bytes value %s is not base64", snippet(v, sn, sizeof sn));
-        }
-        cdc__buf_puts(out, "\\x");
-        for (size_t i = 0; i < raw.len; i++) cdc__buf_printf(out, "%02x", (unsigned char)raw.p[i]);
-        cdc__buf_free(&raw);
-        return 0;
+        return put_bytea(c, col, v, out);
     }
     if (!strcmp(type, "struct") || !strcmp(type, "map")) {
         if (!cJSON_IsObject(v))

@@ -186,6 +186,7 @@ enum {
     CDC__COL_TIMESTAMP_MS = -3,   /* timestamp as milliseconds (TIMESTAMP(0-3)) */
     CDC__COL_DATE = -4,           /* date as days since 1970 */
     CDC__COL_MICROTIME = -5,      /* time of day as microseconds */
+    CDC__COL_BYTEA = -6,          /* bytea as base64 (binary.handling.mode=bytes) */
 };
 /* The type declared for table.column (cdc_store_set_column_type).  Reads
  * settings only, so sources may call it from several threads while no

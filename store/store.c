@@ -672,7 +672,7 @@ int cdc_store_set_column_type(cdc_store_t *st, const char *table, const char *co
     static const struct { const char *name; int code; } types[] = {
         {"timestamp", CDC__COL_MICROTIMESTAMP}, {"timestamp-us", CDC__COL_MICROTIMESTAMP},
         {"timestamp-ms", CDC__COL_TIMESTAMP_MS}, {"date", CDC__COL_DATE},
-        {"time", CDC__COL_MICROTIME}, {"time-us", CDC__COL_MICROTIME},
+        {"time", CDC__COL_MICROTIME}, {"time-us", CDC__COL_MICROTIME}, {"bytea", CDC__COL_BYTEA},
     };
     if (!st || !table || !column || !type) return cdc__err(err, CDC_EINVAL, "cdc_store_set_column_type: bad arguments");
     if (!strncmp(type, "numeric:", 8) || !strncmp(type, "decimal:", 8)) {
@@ -684,7 +684,7 @@ int cdc_store_set_column_type(cdc_store_t *st, const char *table, const char *co
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (!strcmp(type, types[i].name)) return set_column_code(st, table, column, types[i].code, err);
     return cdc__err(err, CDC_EINVAL,
-                    "column %s.%s: unknown type %s (timestamp, timestamp-ms, date, time, numeric:SCALE)", table,
+                    "column %s.%s: unknown type %s (timestamp, timestamp-ms, date, time, bytea, numeric:SCALE)", table,
                     column, type);
 }
 
