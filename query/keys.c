@@ -2,8 +2,8 @@
  * keys.c: an encoded primary key (store/codec.c's order-preserving form)
  * read back as typed parts, for what the query side builds from keys: SQL
  * literals and range bounds (sql.c, reconcile.c), JSON bounds for the
- * iterator (ranges.c).  The encoding itself belongs to the store; these
- * readers only take it apart.
+ * iterator (ranges.c).  The encoding belongs to the store, and so does its
+ * one reader (cdc__key_read, store/codec.c); these only arrange the parts.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,35 +23,17 @@ int cdc__key_parts(const char *key, size_t len, cdc__keypart **parts, size_t *n)
         }
         cdc__keypart *kp = &(*parts)[*n];
         memset(kp, 0, sizeof *kp);
-        if (*p == CDC__KEY_INT) {
-            if (end - p < 9) goto bad;
-            uint64_t u = 0;
-            for (int k = 1; k <= 8; k++) u = (u << 8) | p[k];
+        cdc__buf t = {0};
+        int tag = cdc__key_read(&p, end, &kp->i, &t);
+        if (tag == CDC__KEY_INT) {
             kp->type = CDC__KP_INT;
-            kp->i = (int64_t)(u ^ 0x8000000000000000ULL);
-            p += 9;
-        } else if (*p == CDC__KEY_TEXT) {
-            cdc__buf t = {0};
-            p++;
-            for (;;) {
-                if (p + 1 >= end) {
-                    cdc__buf_free(&t);
-                    goto bad;
-                }
-                if (p[0] == 0 && p[1] == 0) break;
-                if (p[0] == 0 && p[1] != 0xFF) {
-                    cdc__buf_free(&t);
-                    goto bad;
-                }
-                cdc__buf_putc(&t, (char)p[0]);
-                p += p[0] == 0 ? 2 : 1;
-            }
-            p += 2;
+        } else if (tag == CDC__KEY_TEXT) {
             kp->type = CDC__KP_TEXT;
             kp->n = t.len;
             cdc__buf_putc(&t, 0);
             kp->s = t.p;
         } else {
+            cdc__buf_free(&t);
             goto bad;
         }
         (*n)++;
@@ -82,9 +64,5 @@ int cdc__key_json_array(const char *key, size_t len, cdc__buf *out)
 int cdc__key_single_int(const char *key, size_t len, int64_t *v)
 {
     const unsigned char *k = (const unsigned char *)key;
-    if (len != 9 || k[0] != CDC__KEY_INT) return 0;
-    uint64_t u = 0;
-    for (int i = 1; i <= 8; i++) u = u << 8 | k[i];
-    *v = (int64_t)(u ^ 0x8000000000000000ULL);
-    return 1;
+    return len == 9 && k[0] == CDC__KEY_INT && cdc__key_read(&k, k + len, v, NULL) == CDC__KEY_INT;
 }

@@ -192,6 +192,31 @@ void cdc__key_add_text(cdc__buf *b, const char *s, size_t n)
     cdc__buf_putc(b, 0);
 }
 
+int cdc__key_read(const unsigned char **pp, const unsigned char *end, int64_t *v, cdc__buf *text)
+{
+    const unsigned char *p = *pp;
+    if (p >= end) return -1;
+    if (*p == CDC__KEY_INT) {
+        if (end - p < 9) return -1;
+        uint64_t u = 0;
+        for (int k = 1; k <= 8; k++) u = (u << 8) | p[k];
+        *v = (int64_t)(u ^ 0x8000000000000000ULL);
+        *pp = p + 9;
+        return CDC__KEY_INT;
+    }
+    if (*p != CDC__KEY_TEXT) return -1;
+    cdc__buf_reset(text);
+    for (p++;;) {
+        if (p + 1 >= end) return -1;
+        if (p[0] == 0 && p[1] == 0) break;
+        if (p[0] == 0 && p[1] != 0xFF) return -1;
+        cdc__buf_putc(text, (char)p[0]);
+        p += p[0] == 0 ? 2 : 1;
+    }
+    *pp = p + 2;
+    return CDC__KEY_TEXT;
+}
+
 int cdc__key_to_json(const char *key, size_t len, const char *const *names, size_t nnames,
                      cdc__buf *out)
 {
@@ -206,31 +231,11 @@ int cdc__key_to_json(const char *key, size_t len, const char *const *names, size
             else cdc__buf_printf(out, "\"key%zu\"", i + 1);
             cdc__buf_putc(out, ':');
         }
-        if (*p == CDC__KEY_INT) {
-            if (end - p < 9) goto bad;
-            uint64_t u = 0;
-            for (int k = 1; k <= 8; k++) u = (u << 8) | p[k];
-            cdc__buf_put_i64(out, (int64_t)(u ^ 0x8000000000000000ULL));
-            p += 9;
-        } else if (*p == CDC__KEY_TEXT) {
-            p++;
-            cdc__buf_reset(&text);
-            for (;;) {
-                if (p >= end) goto bad;
-                if (*p == 0) {
-                    if (p + 1 >= end) goto bad;
-                    if (p[1] == 0) { p += 2; break; }
-                    if (p[1] != 0xFF) goto bad;
-                    cdc__buf_putc(&text, 0);
-                    p += 2;
-                } else {
-                    cdc__buf_putc(&text, (char)*p++);
-                }
-            }
-            cdc__json_put_string(out, text.p ? text.p : "", text.len);
-        } else {
-            goto bad;
-        }
+        int64_t v;
+        int tag = cdc__key_read(&p, end, &v, &text);
+        if (tag == CDC__KEY_INT) cdc__buf_put_i64(out, v);
+        else if (tag == CDC__KEY_TEXT) cdc__json_put_string(out, text.p ? text.p : "", text.len);
+        else goto bad;
         i++;
     }
     cdc__buf_putc(out, names ? '}' : ']');

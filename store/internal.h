@@ -73,6 +73,11 @@ enum { CDC__KEY_INT = 0x20, CDC__KEY_TEXT = 0x30 };
 
 void cdc__key_add_int(cdc__buf *b, int64_t v);
 void cdc__key_add_text(cdc__buf *b, const char *s, size_t n);
+/* Reads the key element at *p (not past end) and advances *p: returns
+ * CDC__KEY_INT with the value in *v, or CDC__KEY_TEXT with the bytes in
+ * text (reset first), or -1 when the encoding is broken.  The one reader
+ * of the encoding. */
+int cdc__key_read(const unsigned char **p, const unsigned char *end, int64_t *v, cdc__buf *text);
 /* Appends the key as a JSON object using names (n of them) to out; when
  * names is NULL, a JSON array.  0 ok, CDC_ECORRUPT on a bad encoding. */
 int cdc__key_to_json(const char *key, size_t len, const char *const *names, size_t nnames,
