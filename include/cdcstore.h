@@ -308,7 +308,8 @@ typedef struct cdc_export_options {
  * (NULL is an unquoted empty field, the empty string is ""), or one JSON
  * object per line (values as strings, NULL as null).  *rows (may be NULL)
  * receives the number of rows written.
- * Errors: CDC_ENOTFOUND for an unknown table, -errno on a write error. */
+ * Errors: CDC_ENOTFOUND for an unknown table, CDC_EINVAL for an unknown format,
+ * -errno on a write error. */
 CDC_API int cdc_export_fd(cdc_store_t *st, const char *table, const cdc_export_options_t *opts,
                           int fd, uint64_t *rows, cdc_error_t *err);
 
