@@ -32,6 +32,7 @@ mkdir "$T/out"
 OUT=$T/out/prev.csv
 "$BIN" export --db "$T/db" --table public.bench --output "$OUT"
 cp "$OUT" "$T/prev.orig"
+"$BIN" export --db "$T/db" --table public.bench --format ndjson >"$T/new.ref"
 echo "# previous export: $(stat -c %s "$OUT") bytes"
 
 temps() { find "$(dirname "$1")" -maxdepth 1 -name ".$(basename "$1").cdcexport-*" | wc -l; }
@@ -51,7 +52,10 @@ written() {
 }
 
 # ---- (a) killed mid-way ----
-# The killed exports write NDJSON, so that a finished one would show.
+# The killed exports write NDJSON, so that a finished one would show.  A
+# kill that lands after the rename (while the process closes the replica)
+# finds the new export complete: FILE is then the new export in full,
+# never anything in between.
 midway=0
 for kind in unnamed named; do
   tmpfile=1; [ "$kind" = named ] && tmpfile=0
@@ -67,8 +71,12 @@ for kind in unnamed named; do
       kill -KILL "$p" 2>/dev/null || true
       rc=0; wait "$p" 2>/dev/null || rc=$?
       if [ "$rc" != 137 ]; then echo "# $name: the export ended first (exit $rc)"; cp "$T/prev.orig" "$OUT"; continue; fi
-      midway=$((midway + 1)) combo=$((combo + 1))
-      intact "$name" "$OUT"
+      if cmp -s "$OUT" "$T/new.ref"; then
+        ok "$name: killed after the rename: FILE is the new export in full"
+      else
+        midway=$((midway + 1)) combo=$((combo + 1))
+        intact "$name" "$OUT"
+      fi
       left=$(temps "$OUT")
       if [ "$kind" = unnamed ]; then
         [ "$left" = 0 ] && ok "$name: no temporary file left" || bad "$name: $left temporary file(s) left"
@@ -87,14 +95,16 @@ for kind in unnamed named; do
 done
 echo "# $midway of 12 exports killed mid-way"
 
-# SIGTERM: the named file is removed by the process itself.
+# SIGTERM: the named file is removed by the process itself.  (Sent as soon
+# as the first bytes are written: the export is then far from the rename.)
 CDC_EXPORT_TMPFILE=0 "$BIN" export --db "$T/db" --table public.bench --format ndjson --output "$OUT" 2>/dev/null &
 p=$!
 for _ in $(seq 1 500); do written "$p" "$T/out" && break; sleep 0.01; done
 kill -TERM "$p" 2>/dev/null || true
 rc=0; wait "$p" 2>/dev/null || rc=$?
 if [ "$rc" = 143 ]; then
-  intact "SIGTERM, named" "$OUT"
+  cmp -s "$OUT" "$T/new.ref" && ok "SIGTERM, named: after the rename: FILE is the new export in full" \
+    || intact "SIGTERM, named" "$OUT"
   [ "$(temps "$OUT")" = 0 ] && ok "SIGTERM, named: the process removed its temporary file" \
     || bad "SIGTERM, named: $(temps "$OUT") temporary file(s) left"
 else
