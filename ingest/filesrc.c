@@ -115,7 +115,7 @@ static int scan_line(const char *p, const char *end, kcat_fields *f, cdc__buf *t
             if (!(p = cdc__json_read_string(v, end, text))) return LINE_BAD;
             if (dlen) *dlen = text->len - *dst;
             /* a topic or key cut at a NUL would name another table or row */
-            if (dst != &f->payload && memchr(text->p + *dst, 0, text->len - *dst)) f->nul = 1;
+            if (dst != &f->payload && text->len > *dst && memchr(text->p + *dst, 0, text->len - *dst)) f->nul = 1;
             cdc__buf_putc(text, 0);
         } else if (*v == '{' && ((kl == 3 && !memcmp(ks, "key", 3)) || (kl == 7 && !memcmp(ks, "payload", 7)))) {
             /* A key or payload written as a JSON object rather than as a
