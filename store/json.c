@@ -24,14 +24,52 @@
 
 /* ---- Writing ---- */
 
+/* The length of the valid UTF-8 sequence at s (n bytes left), 0 when it
+ * is not one. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+    if (!len || c > 0xF4 || len > n) return 0;
+    for (size_t k = 1; k < len; k++)
+        if ((s[k] & 0xC0) != 0x80) return 0;
+    if (len == 3 && ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0))) return 0;
+    if (len == 4 && ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] >= 0x90))) return 0;
+    return len;
+}
+
+static void put_u(cdc__buf *b, unsigned cp)
+{
+    static const char hex[] = "0123456789abcdef";
+    char u[6] = {'\\', 'u', hex[cp >> 12 & 15], hex[cp >> 8 & 15], hex[cp >> 4 & 15], hex[cp & 15]};
+    cdc__buf_put(b, u, sizeof u);
+}
+
+/* Control characters (C0, DEL, C1) are escaped, so that no terminal acts on
+ * them; a byte that is not UTF-8 becomes U+FFFD, so that the output stays
+ * valid JSON (text the decoder accepted is always valid UTF-8). */
 void cdc__json_put_string(cdc__buf *b, const char *s, size_t n)
 {
+    const unsigned char *u = (const unsigned char *)s;
     cdc__buf_reserve(b, n + 2);
     cdc__buf_putc(b, '"');
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        unsigned char c = u[i];
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') continue;
+        if (c >= 0x80) {
+            size_t l = utf8_len(u + i, n - i);
+            if (l && !(c == 0xC2 && u[i + 1] < 0xA0)) { /* printable beyond ASCII */
+                i += l - 1;
+                continue;
+            }
+            cdc__buf_put(b, s + run, i - run);
+            if (l) put_u(b, u[i + 1]); /* C1: U+0080..U+009F */
+            else put_u(b, 0xFFFD);
+            i += l ? l - 1 : 0;
+            run = i + 1;
+            continue;
+        }
         cdc__buf_put(b, s + run, i - run);
         run = i + 1;
         switch (c) {
@@ -40,11 +78,7 @@ void cdc__json_put_string(cdc__buf *b, const char *s, size_t n)
         case '\n': cdc__buf_puts(b, "\\n"); break;
         case '\r': cdc__buf_puts(b, "\\r"); break;
         case '\t': cdc__buf_puts(b, "\\t"); break;
-        default: {
-            static const char hex[] = "0123456789abcdef";
-            char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            cdc__buf_put(b, u, sizeof u);
-        }
+        default: put_u(b, c);
         }
     }
     cdc__buf_put(b, s + run, n - run);

@@ -1499,3 +1499,16 @@ Test(decode, exact_keys_and_lsns)
     cdc__event_free(&a);
     cdc__event_free(&b);
 }
+
+/* The one JSON string writer: control characters (C0, DEL, C1) escaped,
+ * printable UTF-8 kept, a byte that is not UTF-8 replaced so the output
+ * stays JSON. */
+Test(json, string_writer)
+{
+    cdc__buf b = {0};
+    const char in[] = "a\"b\\c\n\t\x01\x7f\xc2\x9b\xc3\xa9\xe2\x82\xac\xff\xc3";
+    cdc__json_put_string(&b, in, sizeof in - 1);
+    cdc__buf_putc(&b, 0);
+    cr_expect_str_eq(b.p, "\"a\\\"b\\\\c\\n\\t\\u0001\\u007f\\u009b\xc3\xa9\xe2\x82\xac\\ufffd\\ufffd\"");
+    cdc__buf_free(&b);
+}
