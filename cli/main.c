@@ -134,7 +134,8 @@ static const char *apply_usage =
     "                     'precise' encoding with scale S (remembered by the replica)\n"
     "  --column-type T.C=TYPE  without a schema in the envelopes, the column's numbers\n"
     "                     are a time type: timestamp (microseconds), timestamp-ms, date\n"
-    "                     (days) or time (microseconds); stored as PostgreSQL's text\n"
+    "                     (days) or time (microseconds); or bytea (base64, Debezium's\n"
+    "                     binary.handling.mode=bytes); stored as PostgreSQL's text\n"
     "  --sync             fsync every batch\n"
     "  --quiet            no summary line\n";
 
