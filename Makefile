@@ -93,9 +93,9 @@ test: deps
 	$(MAKE) test-faults
 	$(MAKE) test-asan
 	$(MAKE) test-sanflags
-	$(MAKE) test-fuzz
 	$(MAKE) test-query
 	$(MAKE) test-e2e
+	$(MAKE) test-fuzz
 
 test-install: all
 	@bash tests/install_test.sh
