@@ -1080,6 +1080,8 @@ static int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj, const cJSON *r
         c->keyobj = kobj;
         int n = cJSON_GetArraySize(kobj);
         if (n == 0) return fail(c, NULL, "the Kafka key has no columns");
+        const char *dup = n > 1 ? duplicate_column(kobj, n) : NULL;
+        if (dup) return fail(c, dup, "the Kafka key names the column twice");
         cdc__buf_put_varint(&ev->keycols, (uint64_t)n);
         cJSON_ArrayForEach(k, kobj)
         {

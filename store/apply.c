@@ -451,13 +451,29 @@ static void learn_keycols(cdc__table *t, const cdc__event *ev)
     if (t->nkey || !ev->keycols.len) return;
     const char *p = ev->keycols.p, *end = p + ev->keycols.len;
     uint64_t nk, l;
-    if (cdc__get_varint(&p, end, &nk) || nk >= 1000) return;
+    if (cdc__get_varint(&p, end, &nk) || nk == 0 || nk >= 1000) return;
     t->keycols = cdc__calloc(nk ? nk : 1, sizeof *t->keycols);
     for (uint64_t k = 0; k < nk && !cdc__get_varint(&p, end, &l) && (uint64_t)(end - p) >= l; k++) {
         t->keycols[t->nkey++] = cdc__strndup(p, l);
         p += l;
     }
     t->meta_dirty = 1;
+}
+
+/* Does the event's key have the table's key columns, in order?  A key of
+ * other columns is encoded differently, so its row could be neither read
+ * by key nor told apart from the table's own rows. */
+static int keycols_match(const cdc__table *t, const cdc__event *ev)
+{
+    const char *p = ev->keycols.p, *end = p + ev->keycols.len;
+    uint64_t nk, l;
+    if (!t->nkey || cdc__get_varint(&p, end, &nk) || nk != t->nkey) return !t->nkey;
+    for (size_t k = 0; k < nk; k++) {
+        if (cdc__get_varint(&p, end, &l) || (uint64_t)(end - p) < l) return 0;
+        if (strlen(t->keycols[k]) != l || memcmp(t->keycols[k], p, l)) return 0;
+        p += l;
+    }
+    return 1;
 }
 
 /* The event's ordering version (see the top of this file); a snapshot read
@@ -554,10 +570,22 @@ static int take_record(apply_ctx *a, size_t i)
         return 0;
     }
     if ((rc = cdc__table_get(a->st, ev->table ? ev->table : "", 1, &t, a->err))) return rc;
-    pos_note(a, r);
     s->t = t;
     stat_add(t, CDC__ST_READ, 1);
     learn_keycols(t, ev);
+    if (ev->action != CDC__ACT_FLOOR && !keycols_match(t, ev)) {
+        cdc__buf m = {0};
+        cdc__buf_puts(&m, "the key's columns are not the table's primary key (");
+        for (size_t k = 0; k < t->nkey; k++) cdc__buf_printf(&m, "%s%s", k ? ", " : "", t->keycols[k]);
+        cdc__buf_puts(&m, "): was the key changed, or does the record belong to another table?");
+        cdc__buf_putc(&m, 0);
+        ev->action = CDC__ACT_DEAD;
+        ev->reason = m.p;
+        stat_add(t, CDC__ST_READ, -1); /* take_dead counts it */
+        take_dead(a, i);
+        return 0;
+    }
+    pos_note(a, r);
     s->ver = assign_version(a, t, r, ev);
     raise_floor(a, t, ev, &s->ver);
     if (ev->action != CDC__ACT_FLOOR) group_add(a, t, i);

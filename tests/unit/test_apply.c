@@ -1057,3 +1057,46 @@ Test(apply, bytea_declared)
     tu_rmrf(dir);
     free(dir);
 }
+
+/* A key of other columns than the table's primary key (as learnt from its
+ * first event) is a dead letter: its row could not be read by key.  A
+ * truncate before any row teaches no key. */
+Test(apply, key_of_other_columns)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    const char *tr = "{\"op\":\"t\",\"source\":{\"schema\":\"public\",\"table\":\"k\",\"lsn\":9}}";
+    const char *e1 = "{\"op\":\"c\",\"after\":{\"id\":1,\"x\":2},\"source\":{\"schema\":\"public\",\"table\":\"k\",\"lsn\":10}}";
+    const char *e2 = "{\"op\":\"c\",\"after\":{\"id\":2,\"x\":3},\"source\":{\"schema\":\"public\",\"table\":\"k\",\"lsn\":11}}";
+    cdc_record_t recs[4] = {tu_rec("x.public.k", 0, 0, NULL, tr), tu_rec("x.public.k", 0, 1, "{\"id\":1}", e1),
+                            tu_rec("x.public.k", 0, 2, "{\"id\":2,\"x\":3}", e2),
+                            tu_rec("x.public.k", 0, 3, "{\"x\":3}", e2)};
+    cdc_apply_result_t r = tu_apply(st, recs, 4);
+    cr_expect_eq(r.applied, 1);
+    cr_expect_eq(r.dead_letters, 2);
+    cdc_row_t row;
+    cdc_error_t e = {0};
+    cr_expect_eq(cdc_store_get(st, "public.k", "{\"id\":1}", &row, &e), 0, "%s", e.msg);
+    cdc_iter_t *it;
+    cr_assert_eq(cdc_iter_open(st, "public.k", NULL, &it, NULL), 0);
+    int n = 0;
+    while (cdc_iter_next(it, &row, NULL) == 1) {
+        cr_expect_str_eq(row.key_json, "{\"id\":1}");
+        n++;
+    }
+    cdc_iter_close(it);
+    cr_expect_eq(n, 1);
+    cdc_dlq_iter_t *dit;
+    cdc_dead_letter_t dl;
+    cr_assert_eq(cdc_dlq_open(st, &dit, NULL), 0);
+    cr_assert_eq(cdc_dlq_next(dit, &dl, NULL), 1);
+    cr_expect(strstr(dl.reason, "not the table's primary key (id)"), "%s", dl.reason);
+    cdc_dlq_close(dit);
+    cdc_stats_t s;
+    cr_assert_eq(cdc_store_stats(st, "public.k", &s, NULL), 0);
+    cr_expect_eq(s.events_read, 4);
+    cr_expect_eq(s.dead_letters, 2);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}

@@ -998,6 +998,8 @@ BAD(kafka_key_malformed, "{\"order_id\":", "{\"op\":\"c\"," ROW ",\"source\":{\"
     "malformed JSON in the Kafka key")
 BAD(kafka_key_array, "[1]", "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":1}}", "Kafka key is an array")
 BAD(kafka_key_number, "1", "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":1}}", "Kafka key is a number")
+BAD(kafka_key_column_twice, "{\"order_id\":1,\"order_id\":2}",
+    "{\"op\":\"d\",\"before\":null,\"source\":{\"lsn\":1}}", "names the column twice")
 BAD(kafka_key_empty_object, "{}", "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":1}}", "no columns")
 BAD(value_infinite, K, "{\"op\":\"c\",\"after\":{\"order_id\":1,\"n\":-1e999},\"source\":{\"lsn\":1}}",
     "out of range")
