@@ -463,8 +463,11 @@ typedef struct cdc_kafka_options {
 
 /* Creates the consumer for store st and subscribes to the topics.  The
  * properties enable.auto.commit, enable.auto.offset.store and
- * enable.partition.eof are forced off; auto.offset.reset defaults to
- * earliest.  Property values whose names contain "password", "secret",
+ * enable.partition.eof are forced off.  A partition the replica holds no
+ * position for starts at its first record; when the record after a stored
+ * position is gone (retention deleted it unread), the run stops with
+ * CDC_EKAFKA naming the partition, since going on would skip changes
+ * (auto.offset.reset defaults to error; set it to earliest to accept that).  Property values whose names contain "password", "secret",
  * "sasl.jaas" or "ssl.key" never appear in messages or logs.
  * Ownership: st stays the caller's and must outlive *out; the options are
  * copied.  Release with cdc_kafka_close().

@@ -735,7 +735,13 @@ int cdc_kafka_open(cdc_store_t *st, const cdc_kafka_options_t *o, cdc_kafka_t **
     }
     if (o->brokers && (rc = conf_set(k, conf, "bootstrap.servers", o->brokers, "brokers", err))) goto fail;
     if (o->group && (rc = conf_set(k, conf, "group.id", o->group, "group", err))) goto fail;
-    if (!set_reset && (rc = conf_set(k, conf, "auto.offset.reset", "earliest", "default", err))) goto fail;
+    /* A partition without a stored position starts at its beginning by an
+     * explicit offset (start_offset); the reset policy only acts when the
+     * record after a stored position is gone (retention deleted it before
+     * it was read).  Jumping to the earliest record then would store
+     * positions past changes the replica never saw: "error" stops instead
+     * (RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET, below). */
+    if (!set_reset && (rc = conf_set(k, conf, "auto.offset.reset", "error", "default", err))) goto fail;
     for (size_t i = 0; i < sizeof forced / sizeof forced[0]; i++)
         if (rd_kafka_conf_set(conf, forced[i][0], forced[i][1], buf, sizeof buf) != RD_KAFKA_CONF_OK) {
             rc = cdc__err(err, CDC_EKAFKA, "property %s: %s", forced[i][0], buf);
@@ -825,7 +831,13 @@ int cdc_kafka_run(cdc_kafka_t *k, cdc_error_t *err)
         if (m->err) {
             rd_kafka_resp_err_t e = m->err;
             const char *topic = m->rkt ? rd_kafka_topic_name(m->rkt) : "";
-            if (err_is_fatal(e)) {
+            if (e == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET) {
+                kfatal(k,
+                       "%s[%d]: the records after the replica's position are gone from the topic (%s): "
+                       "retention deleted them before they were read, and their changes would be missing; "
+                       "re-snapshot the table, or accept the loss with auto.offset.reset=earliest",
+                       topic, (int)m->partition, rd_kafka_message_errstr(m));
+            } else if (err_is_fatal(e)) {
                 kfatal(k, "Kafka: %s%s%s: %s", topic, topic[0] ? ": " : "", rd_kafka_err2name(e),
                        rd_kafka_message_errstr(m));
             } else {

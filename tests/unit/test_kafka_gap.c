@@ -19,9 +19,8 @@
  * producing 8 MB of incompressible rows after the first run drops the
  * records the replica has not read yet.
  *
- * This test fails on the library as it is.  It runs only with
- * CDC_TEST_KNOWN_BUGS=1, so that make test-unit passes until the library
- * handles the gap; then the guard goes.
+ * The library stops the run (auto.offset.reset=error by default) with an
+ * error naming the partition, and the position stays where the data is.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -117,10 +116,6 @@ static void gap_produce(rd_kafka_t *p, int i, int padlen)
 
 Test(kafka_gap, a_stored_position_below_the_log_start_is_not_skipped_silently, .timeout = 120)
 {
-    if (!getenv("CDC_TEST_KNOWN_BUGS"))
-        cr_skip_test("known bug, run with CDC_TEST_KNOWN_BUGS=1: a Kafka consumer whose next record was deleted by "
-                     "retention jumps to the partition's first offset and stores positions past records it never "
-                     "read, silently");
     char es[512];
     rd_kafka_conf_t *hc = rd_kafka_conf_new();
     rd_kafka_conf_set_log_cb(hc, quiet_log);
