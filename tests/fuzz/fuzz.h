@@ -36,7 +36,7 @@
 /* ---- Known findings ---- */
 
 /* Findings reported and not fixed yet in the library are listed in
- * tests/fuzz/README.md ("Known findings", K1, K2, ...).  The checks they
+ * tests/fuzz/README.md ("Known findings").  The checks they
  * fail are skipped, so that fuzzing goes on past them and `make test`
  * does not fail at random on them, unless CDC_FUZZ_STRICT=1: then every
  * check holds, which is how a fix is verified on the saved inputs. */
@@ -59,31 +59,75 @@ static inline int fuzz_has_duplicates(const char *const *names, size_t n)
     return 0;
 }
 
-/* The number of elements of an encoded key, or -1 when it does not parse
- * (store/codec.c: 0x20 + 8 bytes, or 0x30, bytes with 0x00 as 0x00 0xFF,
- * 0x00 0x00). */
-static inline long fuzz_key_elements(const char *key, size_t len)
+/* ---- Text ---- */
+
+/* 1 when s (n bytes) is UTF-8 as PostgreSQL takes it: no overlong forms,
+ * no surrogates, nothing above U+10FFFF. */
+static inline int fuzz_utf8_valid(const char *s, size_t n)
+{
+    if (n == 0) return 1; /* s may be NULL: an empty cdc__buf */
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    while (p < end) {
+        unsigned c = *p++, cp, min;
+        int more;
+        if (c < 0x80) continue;
+        if ((c & 0xE0) == 0xC0) more = 1, cp = c & 0x1F, min = 0x80;
+        else if ((c & 0xF0) == 0xE0) more = 2, cp = c & 0x0F, min = 0x800;
+        else if ((c & 0xF8) == 0xF0) more = 3, cp = c & 0x07, min = 0x10000;
+        else return 0;
+        if (end - p < more) return 0;
+        for (int k = 0; k < more; k++) {
+            if ((p[k] & 0xC0) != 0x80) return 0;
+            cp = cp << 6 | (p[k] & 0x3Fu);
+        }
+        p += more;
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    }
+    return 1;
+}
+
+/* Text PostgreSQL can hold: valid UTF-8 without a NUL character. */
+static inline int fuzz_pg_text(const char *s, size_t n) { return n == 0 || (fuzz_utf8_valid(s, n) && !memchr(s, 0, n)); }
+
+/* Walks an encoded key (store/codec.c: 0x20 + 8 bytes, or 0x30, bytes with
+ * 0x00 as 0x00 0xFF, 0x00 0x00): the number of elements, or -1 when it does
+ * not parse; *utf8 (may be NULL) is 1 when every text element is valid
+ * UTF-8, *nul when one holds a NUL. */
+static inline long fuzz_key_walk(const char *key, size_t len, int *utf8, int *nul)
 {
     const unsigned char *p = (const unsigned char *)key, *end = p + len;
     long n = 0;
+    int ok = 1, z = 0;
+    cdc__buf text = {0};
     while (p < end) {
         if (*p == CDC__KEY_INT) {
-            if (end - p < 9) return -1;
+            if (end - p < 9) goto bad;
             p += 9;
         } else if (*p == CDC__KEY_TEXT) {
+            cdc__buf_reset(&text);
             for (p++;; p += p[0] ? 1 : 2) {
-                if (p + 1 >= end) return -1;
+                if (p + 1 >= end) goto bad;
                 if (p[0] == 0 && p[1] == 0) break;
-                if (p[0] == 0 && p[1] != 0xFF) return -1;
+                if (p[0] == 0 && p[1] != 0xFF) goto bad;
+                cdc__buf_putc(&text, (char)p[0]);
+                z |= p[0] == 0;
             }
             p += 2;
+            ok &= fuzz_utf8_valid(text.p, text.len);
         } else {
-            return -1;
+            goto bad;
         }
         n++;
     }
+    cdc__buf_free(&text);
+    if (utf8) *utf8 = ok;
+    if (nul) *nul = z;
     return n;
+bad:
+    cdc__buf_free(&text);
+    return -1;
 }
+
 
 /* ---- Event invariants ---- */
 
@@ -127,30 +171,43 @@ static inline void fuzz_check_evrow(const cdc__buf *row)
     for (uint64_t i = 0; i < n; i++) {
         FUZZ_CHECK(cdc__get_varint(&p, end, &len) == 0 && len <= (uint64_t)(end - p),
                    "event row: column %llu name truncated", (unsigned long long)i);
+        FUZZ_CHECK(fuzz_pg_text(p, (size_t)len), "event row: column %llu's name is no PostgreSQL text: %.*s",
+                   (unsigned long long)i, (int)len, p);
         p += len;
         FUZZ_CHECK(cdc__get_varint(&p, end, &tag) == 0, "event row: column %llu has no tag",
                    (unsigned long long)i);
         if (tag >= CDC__V_TEXT) {
+            size_t vl = (size_t)(tag - CDC__V_TEXT);
             FUZZ_CHECK(tag - CDC__V_TEXT <= (uint64_t)(end - p), "event row: column %llu value truncated",
                        (unsigned long long)i);
-            p += tag - CDC__V_TEXT;
+            FUZZ_CHECK(fuzz_pg_text(p, vl), "event row: column %llu's value is no PostgreSQL text: %.*s",
+                       (unsigned long long)i, (int)vl, p);
+            p += vl;
         }
     }
     FUZZ_CHECK(p == end, "event row: %zu bytes after the last column", (size_t)(end - p));
 }
 
 /* The key codec's round trip: an encoded key printed as JSON (an object
- * with names, an array without) reads back to the same bytes.  This is what
- * `cdcstore get` and the iterator's bounds rely on when they are given a
- * key_json the store printed. */
+ * with names, an array without) is valid UTF-8 and, when the key's text is
+ * (a byte that is not UTF-8 prints as U+FFFD, store/json.c), reads back to
+ * the same bytes.  This is what `cdcstore get` and the iterator's bounds
+ * rely on when they are given a key_json the store printed. */
 static inline void fuzz_check_key_roundtrip(const char *key, size_t len, const char *const *names,
                                             size_t nnames)
 {
     cdc__buf json = {0}, back = {0};
     cdc_error_t e = {0};
+    int utf8 = 0;
     int rc = cdc__key_to_json(key, len, names, nnames, &json);
     FUZZ_CHECK(rc == 0, "cdc__key_to_json refused a key the library made (%zu bytes)", len);
+    FUZZ_CHECK(fuzz_utf8_valid(json.p, json.len), "a printed key is not valid UTF-8: %.*s", (int)json.len, json.p);
     cdc__buf_putc(&json, 0);
+    FUZZ_CHECK(fuzz_key_walk(key, len, &utf8, NULL) >= 0, "a key that does not parse prints as %s", json.p);
+    if (!utf8) {
+        cdc__buf_free(&json);
+        return;
+    }
     rc = cdc__key_from_json(json.p, names, nnames, &back, &e);
     FUZZ_CHECK(rc == 0, "the printed key %s does not read back: %s", json.p, e.msg);
     FUZZ_CHECK(back.len == len && memcmp(back.p, key, len) == 0,
@@ -169,6 +226,12 @@ static inline void fuzz_check_event(const cdc__event *ev)
     FUZZ_CHECK(ev->action >= CDC__ACT_UPSERT && ev->action <= CDC__ACT_DEAD, "action %d", ev->action);
     if (ev->table)
         FUZZ_CHECK(strlen(ev->table) <= CDC__TABLE_NAME_MAX, "table name of %zu bytes", strlen(ev->table));
+    /* Text PostgreSQL cannot hold (not UTF-8, or a NUL) is refused by the
+     * decoder (ingest/decode.c, "Text PostgreSQL cannot hold").  K4: a table
+     * name taken from the topic is not checked (source.schema and
+     * source.table are, with the whole record). */
+    if (ev->table && ev->action != CDC__ACT_DEAD && ev->action != CDC__ACT_TOMBSTONE && fuzz_strict())
+        FUZZ_CHECK(fuzz_utf8_valid(ev->table, strlen(ev->table)), "table name %s is not UTF-8", ev->table);
     switch (ev->action) {
     case CDC__ACT_UPSERT:
     case CDC__ACT_DELETE:
@@ -178,10 +241,16 @@ static inline void fuzz_check_event(const cdc__event *ev)
                    ev->snapshot);
         kc = fuzz_keycols(&ev->keycols, &nk);
         FUZZ_CHECK(nk > 0, "a row change with no key columns");
-        /* K1: a Kafka key that names a column twice decodes, and its key
-         * then prints as JSON that reads back to other bytes. */
-        if (fuzz_strict() || !fuzz_has_duplicates((const char *const *)kc, nk))
-            fuzz_check_key_roundtrip(ev->key.p, ev->key.len, (const char *const *)kc, nk);
+        {
+            int utf8 = 0, nul = 0;
+            FUZZ_CHECK(fuzz_key_walk(ev->key.p, ev->key.len, &utf8, &nul) == (long)nk,
+                       "a key of another number of elements than its %zu columns", nk);
+            FUZZ_CHECK(utf8 && !nul, "a key whose text PostgreSQL cannot hold");
+            for (size_t i = 0; i < nk; i++)
+                FUZZ_CHECK(fuzz_utf8_valid(kc[i], strlen(kc[i])), "key column name %s is not UTF-8", kc[i]);
+        }
+        FUZZ_CHECK(!fuzz_has_duplicates((const char *const *)kc, nk), "a key naming a column twice");
+        fuzz_check_key_roundtrip(ev->key.p, ev->key.len, (const char *const *)kc, nk);
         fuzz_check_key_roundtrip(ev->key.p, ev->key.len, NULL, 0);
         fuzz_strings_free(kc, nk);
         fuzz_check_evrow(&ev->row);
