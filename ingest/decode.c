@@ -406,6 +406,20 @@ static int int64_of(const char *t, size_t n, int64_t *out)
     return 0;
 }
 
+/* The exact int64 value of an integral number: 0 ok, -1 when it is not
+ * written as an integer or is beyond int64. */
+static int exact_int64(const dctx *c, const cJSON *v, int64_t *out)
+{
+    if (num_exact_int(v)) {
+        *out = (int64_t)v->valuedouble;
+        return 0;
+    }
+    size_t n;
+    const char *t = num_text(c, v, &n);
+    if (!t || !int_syntax(t, n)) return -1;
+    return int64_of(t, n, out);
+}
+
 /* ---- Number and text formatting ---- */
 
 /* PostgreSQL's float8 output: the shortest decimal that reads back to the
@@ -662,18 +676,17 @@ static int is_placeholder(const cJSON *v)
 static int put_int(const dctx *c, const char *col, const cJSON *v, int bigint, cdc__buf *out)
 {
     char sn[80];
-    if (num_exact_int(v)) {
-        cdc__buf_put_i64(out, (int64_t)v->valuedouble);
+    int64_t x;
+    if (!exact_int64(c, v, &x)) {
+        cdc__buf_put_i64(out, x);
         return 0;
     }
     size_t n;
-    int64_t x;
     const char *t = num_text(c, v, &n);
     if (!t || !int_syntax(t, n))
         return fail(c, col, "wrong type: %s is not an integer", snippet(v, sn, sizeof sn));
-    if (bigint && int64_of(t, n, &x))
-        return fail(c, col, "wrong type: %.*s is out of range for int64", (int)n, t);
-    cdc__buf_put(out, t, n);
+    if (bigint) return fail(c, col, "wrong type: %.*s is out of range for int64", (int)n, t);
+    cdc__buf_put(out, t, n); /* a NUMERIC integer beyond int64 */
     return 0;
 }
 
@@ -1036,14 +1049,8 @@ static int key_element(const dctx *c, cdc__buf *key, const cJSON *v, const char 
         return 0;
     }
     if (cJSON_IsNumber(v) && num_integral(v)) {
-        if (num_exact_int(v)) {
-            cdc__key_add_int(key, (int64_t)v->valuedouble);
-            return 0;
-        }
-        size_t n;
         int64_t x;
-        const char *t = num_text(c, v, &n);
-        if (!t || !int_syntax(t, n) || int64_of(t, n, &x)) {
+        if (exact_int64(c, v, &x)) {
             *why = "integer key out of the range of a bigint";
             return -1;
         }
