@@ -36,7 +36,9 @@ static char *table_of_topic(const cdc_record_t *r)
     if (!r->topic) return NULL;
     size_t n = strlen(r->topic) + 1;
     char *name = cdc__malloc(n);
-    if (cdc__table_from_topic(r->topic, name, n) == 0 && strlen(name) <= CDC__TABLE_NAME_MAX) return name;
+    if (cdc__table_from_topic(r->topic, name, n) == 0 && strlen(name) <= CDC__TABLE_NAME_MAX &&
+        cdc__utf8_valid(name, strlen(name)))
+        return name;
     free(name);
     return NULL;
 }

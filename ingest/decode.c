@@ -1281,6 +1281,10 @@ static int table_name(const dctx *c, const cJSON *src, char **out)
             free(p);
             return fail(c, NULL, "table name from the topic: longer than %d bytes", CDC__TABLE_NAME_MAX);
         }
+        if (!cdc__utf8_valid(p, strlen(p))) {
+            free(p);
+            return fail(c, NULL, "table name from the topic: not valid UTF-8, so not a PostgreSQL name");
+        }
         *out = p;
         return 0;
     }

@@ -89,6 +89,8 @@ int cdc__key_to_json(const char *key, size_t len, const char *const *names, size
  * control characters escaped (\n, \r, \t, else \u00XX), other bytes as
  * they are.  The library's one JSON string writer. */
 void cdc__json_put_string(cdc__buf *b, const char *s, size_t n);
+/* 1 when the n bytes at s are valid UTF-8. */
+int cdc__utf8_valid(const char *s, size_t n);
 /* Appends the UTF-8 encoding of code point cp. */
 void cdc__utf8_put(cdc__buf *b, unsigned cp);
 /* Reads the JSON string literal at p (at its opening quote, not past end),

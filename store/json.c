@@ -38,6 +38,14 @@ static size_t utf8_len(const unsigned char *s, size_t n)
     return len;
 }
 
+int cdc__utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0, l; i < n; i += l)
+        if (!(l = u[i] < 0x80 ? 1 : utf8_len(u + i, n - i))) return 0;
+    return 1;
+}
+
 static void put_u(cdc__buf *b, unsigned cp)
 {
     static const char hex[] = "0123456789abcdef";
