@@ -40,7 +40,11 @@ for t in "${targets[@]}"; do
     fi
 done
 
+# A fixed seed (FUZZ_SEED, default 1) makes each run the same sequence of
+# mutations from the same corpus, so a finding reproduces; only how far the
+# sequence gets in the time given depends on the machine.
 if [ "$SECONDS_PER" -gt 0 ]; then limit=(-max_total_time="$SECONDS_PER"); else limit=(-runs=0); fi
+limit+=(-seed="${FUZZ_SEED:-1}")
 if [ -w /dev/shm ]; then tmpbase=/dev/shm; else tmpbase=${TMPDIR:-/tmp}; fi
 scratch=$(mktemp -d "$tmpbase/cdcfuzz-run.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
