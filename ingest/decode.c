@@ -255,12 +255,39 @@ static int num_integral(const cJSON *v)
  * is a dead letter, never stored cut at the NUL or with its bytes as they
  * are.  Checked on the whole record text once (the common case is ASCII). */
 
-/* The offset of the first byte that is not valid UTF-8, or -1. */
-static long utf8_invalid(const unsigned char *s, size_t n)
+/* A word with no byte >= 0x80 and no backslash: nothing to check in it. */
+static int plain_word(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    uint64_t bs = w ^ (0x5cULL * ones); /* a zero byte where w holds '\\' */
+    return !((w | ((bs - ones) & ~bs)) & highs);
+}
+
+/* One pass over the record's text: the offset of the first byte that is
+ * not valid UTF-8, or of an escape \u0000 (*nul set), or -1.  Words of
+ * plain ASCII without a backslash are skipped eight bytes at a time. */
+static long text_problem(const unsigned char *s, size_t n, int *nul)
 {
     size_t i = 0;
+    *nul = 0;
     while (i < n) {
+        if (n - i >= 8) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (plain_word(w)) {
+                i += 8;
+                continue;
+            }
+        }
         unsigned char ch = s[i];
+        if (ch == '\\') { /* an escape: \\ pairs, or \u0000 */
+            if (i + 1 < n && s[i + 1] == 'u' && n - i >= 6 && !memcmp(s + i + 2, "0000", 4)) {
+                *nul = 1;
+                return (long)i;
+            }
+            i += 2;
+            continue;
+        }
         if (ch < 0x80) {
             i++;
             continue;
@@ -276,27 +303,14 @@ static long utf8_invalid(const unsigned char *s, size_t n)
     return -1;
 }
 
-/* Does the JSON text hold the escape \u0000 (an odd run of backslashes
- * before "u0000")? */
-static int has_nul_escape(const char *s, size_t n)
-{
-    const char *p = s, *end = s + n;
-    while ((p = memmem(p, (size_t)(end - p), "u0000", 5))) {
-        size_t bs = 0;
-        while (p - bs > s && p[-1 - (long)bs] == '\\') bs++;
-        if (bs % 2) return 1;
-        p += 5;
-    }
-    return 0;
-}
-
 static int check_text(const dctx *c, const char *s, size_t n, const char *what)
 {
-    long bad = utf8_invalid((const unsigned char *)s, n);
+    int nul;
+    long bad = text_problem((const unsigned char *)s, n, &nul);
+    if (bad >= 0 && nul)
+        return fail(c, NULL, "the %s holds \\u0000: PostgreSQL text cannot hold a NUL character", what);
     if (bad >= 0)
         return fail(c, NULL, "the %s is not valid UTF-8 (byte %ld): PostgreSQL text cannot hold it", what, bad);
-    if (has_nul_escape(s, n))
-        return fail(c, NULL, "the %s holds \\u0000: PostgreSQL text cannot hold a NUL character", what);
     return 0;
 }
 
@@ -980,6 +994,12 @@ static int name_cmp(const void *a, const void *b)
 /* The first column name that appears twice in the row, or NULL. */
 static const char *duplicate_column(const cJSON *obj, int n)
 {
+    if (n <= 16) { /* most rows: pairs are cheaper than a sort */
+        for (const cJSON *a = obj->child; a; a = a->next)
+            for (const cJSON *b = a->next; b; b = b->next)
+                if (a->string[0] == b->string[0] && !strcmp(a->string, b->string)) return b->string;
+        return NULL;
+    }
     const char *small[64], **names = n <= 64 ? small : cdc__malloc((size_t)n * sizeof *names);
     const char *dup = NULL;
     int i = 0;

@@ -9,32 +9,19 @@
 
 #include "internal.h"
 
-static void oom(size_t n)
+void cdc__oom(size_t n)
 {
     fprintf(stderr, "cdcstore: out of memory allocating %zu bytes\n", n);
     abort();
 }
 
-void *cdc__malloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) oom(n);
-    return p;
-}
-
 void *cdc__calloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);
-    if (!p) oom(n * size);
+    if (!p) cdc__oom(n * size);
     return p;
 }
 
-void *cdc__realloc(void *p, size_t n)
-{
-    void *q = realloc(p, n ? n : 1);
-    if (!q) oom(n);
-    return q;
-}
 
 char *cdc__strdup(const char *s)
 {

@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "cdcstore.h"
 
@@ -28,9 +29,21 @@
  * committed (the batch is one atomic write), and a checked-and-returned
  * ENOMEM on each of hundreds of small allocations would be a path no test
  * runs.  So no caller checks the result, and none may call malloc itself. */
-void *cdc__malloc(size_t n) __attribute__((malloc, returns_nonnull));
+void cdc__oom(size_t n) __attribute__((noreturn, cold));
+/* Inline: the decoder allocates for every record (its JSON nodes too). */
+static inline void *cdc__malloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (__builtin_expect(!p, 0)) cdc__oom(n);
+    return p;
+}
+static inline void *cdc__realloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (__builtin_expect(!q, 0)) cdc__oom(n);
+    return q;
+}
 void *cdc__calloc(size_t n, size_t size) __attribute__((malloc, returns_nonnull));
-void *cdc__realloc(void *p, size_t n) __attribute__((returns_nonnull));
 char *cdc__strdup(const char *s) __attribute__((malloc, returns_nonnull));
 char *cdc__strndup(const char *s, size_t n) __attribute__((malloc, returns_nonnull));
 
