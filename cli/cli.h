@@ -55,6 +55,11 @@ void cli_write_escaped(FILE *f, const char *s, size_t n);
  * added) in one write. */
 void cli_printf_escaped(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* 1 when the n bytes at s are valid UTF-8. */
+int cli_utf8_valid(const char *s, size_t n);
+/* Writes the n bytes at data to f in base64. */
+void cli_put_base64(FILE *f, const void *data, size_t n);
+
 /* ---- cli/output.c: export files ---- */
 
 /* Exports table to the file at path, replacing it atomically: until the

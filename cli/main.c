@@ -484,6 +484,12 @@ static int cmd_dlq(int argc, char **argv)
             cdc_json_write_string(stdout, dl.source, strlen(dl.source));
             printf(",\"line\":%lld,\"record\":", (long long)dl.line);
             cdc_json_write_string(stdout, dl.record, dl.record_len);
+            /* JSON text is UTF-8: a record that is not keeps its bytes here */
+            if (!cli_utf8_valid(dl.record, dl.record_len)) {
+                printf(",\"record_base64\":\"");
+                cli_put_base64(stdout, dl.record, dl.record_len);
+                putchar('"');
+            }
             printf("}\n");
         } else {
             /* The reason and the record are the input's text: escaped.  The

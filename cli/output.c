@@ -77,6 +77,35 @@ static size_t utf8_printable(const unsigned char *s, size_t n)
     return len;
 }
 
+int cli_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        if (u[i] < 0x80) {
+            i++;
+            continue;
+        }
+        /* a C1 control is valid UTF-8 too: two bytes, C2 80..9F */
+        size_t l = (u[i] == 0xC2 && i + 1 < n && u[i + 1] >= 0x80 && u[i + 1] <= 0x9F) ? 2 : utf8_printable(u + i, n - i);
+        if (!l) return 0;
+        i += l;
+    }
+    return 1;
+}
+
+void cli_put_base64(FILE *f, const void *data, size_t n)
+{
+    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+        fputc(t[v >> 18], f);
+        fputc(t[v >> 12 & 63], f);
+        fputc(i + 1 < n ? t[v >> 6 & 63] : '=', f);
+        fputc(i + 2 < n ? t[v & 63] : '=', f);
+    }
+}
+
 char *cli_escape(const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
