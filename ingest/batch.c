@@ -45,11 +45,13 @@ static char *table_of_topic(const cdc_record_t *r)
 
 void cdc__event_dead(cdc__event *ev, const cdc_record_t *r, const char *why)
 {
+    char *table = ev->table; /* counted against the table it names, else its topic's */
+    ev->table = NULL;
     cdc__event_free(ev);
     memset(ev, 0, sizeof *ev);
     ev->action = CDC__ACT_DEAD;
     ev->reason = cdc__strdup(why);
-    ev->table = table_of_topic(r);
+    ev->table = table ? table : table_of_topic(r);
 }
 
 static void decode_one(const decode_job *j, const cdc_record_t *r, cdc__event *ev)
@@ -78,12 +80,7 @@ static void decode_one(const decode_job *j, const cdc_record_t *r, cdc__event *e
     } else if (rc) {
         cdc__event_dead(ev, r, e.msg[0] ? e.msg : "record does not decode");
     } else if (ev->snapshot == CDC__SNAP_INCREMENTAL) {
-        /* Counted against the table the event names, as any event of it. */
-        char *table = ev->table;
-        ev->table = NULL;
         cdc__event_dead(ev, r, "incremental snapshot reads carry no LSN; cdcstore does not order them yet");
-        free(ev->table);
-        ev->table = table;
     } else if (ev->action == CDC__ACT_NOOP && !ev->table) {
         ev->table = table_of_topic(r);
     }

@@ -292,12 +292,8 @@ static long text_problem(const unsigned char *s, size_t n, int *nul)
             i++;
             continue;
         }
-        size_t len = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC2 ? 2 : 0;
-        if (!len || ch > 0xF4 || i + len > n) return (long)i;
-        for (size_t k = 1; k < len; k++)
-            if ((s[i + k] & 0xC0) != 0x80) return (long)i;
-        if (len == 3 && ((ch == 0xE0 && s[i + 1] < 0xA0) || (ch == 0xED && s[i + 1] >= 0xA0))) return (long)i;
-        if (len == 4 && ((ch == 0xF0 && s[i + 1] < 0x90) || (ch == 0xF4 && s[i + 1] >= 0x90))) return (long)i;
+        size_t len = cdc__utf8_len(s + i, n - i);
+        if (!len) return (long)i;
         i += len;
     }
     return -1;

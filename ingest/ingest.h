@@ -42,7 +42,8 @@ int cdc__table_from_topic(const char *topic, char *out, size_t outsz);
 cdc__event *cdc__decode_batch(const cdc_store_t *st, const cdc_record_t *recs, size_t n,
                               const cdc_apply_options_t *opts, int threads);
 void cdc__events_free(cdc__event *evs, size_t n);
-/* Turns ev (decoded from r, or not) into a dead letter with reason why. */
+/* Turns ev (decoded from r, or not) into a dead letter with reason why,
+ * counted against the table ev names, else the one r's topic names. */
 void cdc__event_dead(cdc__event *ev, const cdc_record_t *r, const char *why);
 
 /* Adds the counts of r to *to (sources that apply batch after batch). */

@@ -102,6 +102,9 @@ int cdc__key_to_json(const char *key, size_t len, const char *const *names, size
  * control characters escaped (\n, \r, \t, else \u00XX), other bytes as
  * they are.  The library's one JSON string writer. */
 void cdc__json_put_string(cdc__buf *b, const char *s, size_t n);
+/* The length of the valid UTF-8 sequence of two to four bytes at s (n
+ * bytes left), 0 when there is none (the library's one UTF-8 rule). */
+size_t cdc__utf8_len(const unsigned char *s, size_t n);
 /* 1 when the n bytes at s are valid UTF-8. */
 int cdc__utf8_valid(const char *s, size_t n);
 /* Appends the UTF-8 encoding of code point cp. */

@@ -24,9 +24,7 @@
 
 /* ---- Writing ---- */
 
-/* The length of the valid UTF-8 sequence at s (n bytes left), 0 when it
- * is not one. */
-static size_t utf8_len(const unsigned char *s, size_t n)
+size_t cdc__utf8_len(const unsigned char *s, size_t n)
 {
     unsigned char c = s[0];
     size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
@@ -42,7 +40,7 @@ int cdc__utf8_valid(const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0, l; i < n; i += l)
-        if (!(l = u[i] < 0x80 ? 1 : utf8_len(u + i, n - i))) return 0;
+        if (!(l = u[i] < 0x80 ? 1 : cdc__utf8_len(u + i, n - i))) return 0;
     return 1;
 }
 
@@ -66,7 +64,7 @@ void cdc__json_put_string(cdc__buf *b, const char *s, size_t n)
         unsigned char c = u[i];
         if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') continue;
         if (c >= 0x80) {
-            size_t l = utf8_len(u + i, n - i);
+            size_t l = cdc__utf8_len(u + i, n - i);
             if (l && !(c == 0xC2 && u[i + 1] < 0xA0)) { /* printable beyond ASCII */
                 i += l - 1;
                 continue;
