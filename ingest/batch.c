@@ -79,8 +79,6 @@ static void decode_one(const decode_job *j, const cdc_record_t *r, cdc__event *e
         ev->table = table_of_topic(r);
     } else if (rc) {
         cdc__event_dead(ev, r, e.msg[0] ? e.msg : "record does not decode");
-    } else if (ev->snapshot == CDC__SNAP_INCREMENTAL) {
-        cdc__event_dead(ev, r, "incremental snapshot reads carry no LSN; cdcstore does not order them yet");
     } else if (ev->action == CDC__ACT_NOOP && !ev->table) {
         ev->table = table_of_topic(r);
     }

@@ -21,10 +21,16 @@
  *    counts it; its LSN and ts_ms are filled when present and never
  *    required.  Any other op is an error, never skipped silently.
  *  - Positions.  source.lsn is required (except for incremental snapshot
- *    reads, which carry none: lsn 0 then) and must be an integral JSON number
- *    in 0..2^64-1, read exactly from its digits past 2^53 ("Exact numbers"
- *    below).  An "r" event is always a snapshot read, even when
- *    source.snapshot is missing or "false".
+ *    reads, which carry none) and must be an integral JSON number in
+ *    0..2^64-1, read exactly from its digits past 2^53 ("Exact numbers"
+ *    below).  source.sequence, a JSON string holding ["<commit>", "<lsn>"]
+ *    (decimal strings or null), gives the commit order: its first element is
+ *    the end of the commit record of the transaction delivered before this
+ *    one (ev->commit, 0 when null or absent).  An incremental snapshot read
+ *    has no lsn and must carry that first element: the read stands for the
+ *    table as of that commit, so its lsn is taken to be the same position
+ *    (the version rule in store/apply.c).  An "r" event is always a snapshot
+ *    read, even when source.snapshot is missing or "false".
  *  - Key.  The Kafka key (a JSON object of the key columns in primary-key
  *    order) is the key; the row must agree with it on every key column it
  *    holds.  Without a Kafka key (bare envelopes read from files), the FIRST
@@ -1233,6 +1239,53 @@ static int read_lsn(const dctx *c, const cJSON *v, uint64_t *lsn, int *present)
     return 0;
 }
 
+/* One element of source.sequence at *p: null, or a decimal string of an
+ * LSN in 0..2^64-1.  Advances *p; -1 when malformed. */
+static int sequence_item(const char **p, uint64_t *out)
+{
+    const char *s = *p;
+    while (*s == ' ') s++;
+    *out = 0;
+    if (!strncmp(s, "null", 4)) {
+        *p = s + 4;
+        return 0;
+    }
+    if (*s++ != '"' || *s < '0' || *s > '9') return -1;
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10) return -1;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    if (*s++ != '"') return -1;
+    *out = v;
+    *p = s;
+    return 0;
+}
+
+/* source.sequence: the commit order of the event (its first element), 0 when
+ * the sequence or that element is absent or null. */
+static int read_sequence(const dctx *c, const cJSON *v, uint64_t *commit)
+{
+    char sn[80];
+    uint64_t lsn;
+    *commit = 0;
+    if (is_absent(v)) return 0;
+    const char *s = cJSON_IsString(v) ? v->valuestring : NULL;
+    if (s) {
+        while (*s == ' ') s++;
+        if (*s++ == '[' && !sequence_item(&s, commit)) {
+            while (*s == ' ') s++;
+            if (*s++ == ',' && !sequence_item(&s, &lsn)) {
+                while (*s == ' ') s++;
+                if (s[0] == ']' && !s[1]) return 0;
+            }
+        }
+    }
+    *commit = 0;
+    return fail(c, NULL, "source.sequence %s is not a string holding [\"commit LSN\", \"LSN\"]",
+                snippet(v, sn, sizeof sn));
+}
+
 /* ts_ms: source.ts_ms, else the envelope's, else 0. */
 static int read_ts(const dctx *c, const cJSON *src, const cJSON *env, int64_t *out)
 {
@@ -1348,7 +1401,13 @@ static int decode(dctx *c, cJSON *root, cdc__event *ev)
     if (opl == 'r' && ev->snapshot == CDC__SNAP_NONE) ev->snapshot = CDC__SNAP_TRUE;
     int present;
     if (read_lsn(c, member(src, "lsn"), &ev->lsn, &present)) return CDC_EDECODE;
-    if (!present && ev->snapshot != CDC__SNAP_INCREMENTAL)
+    if (read_sequence(c, member(src, "sequence"), &ev->commit)) return CDC_EDECODE;
+    if (ev->snapshot == CDC__SNAP_INCREMENTAL) {
+        if (!ev->commit)
+            return fail(c, NULL, "incremental snapshot read without a commit position: source.sequence "
+                                 "has no first element, so the read cannot be ordered");
+        ev->lsn = ev->commit;
+    } else if (!present)
         return fail(c, NULL, "missing LSN: the event has no source.lsn");
     if (read_ts(c, src, env, &ev->ts_ms)) return CDC_EDECODE;
 

@@ -21,8 +21,8 @@ typedef int (*cdc__scale_fn)(void *opaque, const char *table, const char *column
  * FLOOR or NOOP); or 1 for a Kafka tombstone (nothing to apply, ev
  * untouched); or CDC_EDECODE with err naming the problem (the caller
  * dead-letters the record with its position).  An incremental snapshot read
- * decodes (snapshot CDC__SNAP_INCREMENTAL, lsn 0); cdc__decode_batch
- * dead-letters it. */
+ * decodes with snapshot CDC__SNAP_INCREMENTAL and lsn = commit, the commit
+ * position from source.sequence (an error when it has none). */
 int cdc__decode_record(const cdc_record_t *rec, cdc__scale_fn scale, void *scale_opaque,
                        cdc__event *ev, cdc_error_t *err);
 

@@ -51,9 +51,53 @@
  *  - Duplicates compare equal and are skipped; a delete keeps its version as
  *    a tombstone, so a late older update is stale (counted as a blocked
  *    resurrection).
+ *
+ * Commit order, and incremental snapshots.  Debezium's source.sequence is
+ * [P, L]: P is the end of the commit record of the transaction it delivered
+ * before this event's (PostgreSQL delivers transactions in commit order, so
+ * P rises strictly from one transaction to the next and is shared by the
+ * events of one transaction).  A streamed change carries commit = P.  When
+ * two versions both know their commit, they compare by (commit, read before
+ * change, lsn), otherwise by lsn as above.  Per key the two agree: of two
+ * transactions changing one key, the one that commits first has the lower
+ * P and, by the row lock, the lower LSN.
+ *
+ * An incremental snapshot (Debezium's watermark algorithm, DBLog) reads a
+ * chunk of keys with a SELECT between a low and a high watermark written
+ * to the signal table, drops from the chunk every key that a change streamed
+ * between the two watermarks touched, and emits the rest as reads (op r,
+ * snapshot "incremental", no lsn) when the stream reaches the high
+ * watermark, stamped with the stream's sequence there: commit = P_H, the
+ * commit delivered before the high watermark's transaction.  Such a read
+ * gets (E, 2, commit P_H, read, lsn P_H), E as for a change at P_H:
+ *  - every change committed before the low watermark is in the SELECT, and
+ *    was delivered before the high watermark, so its P < P_H: the read is
+ *    newer, as it should be;
+ *  - a change committed between the watermarks removed its key from the
+ *    chunk: no read of that key is emitted;
+ *  - a change committed after the high watermark was not seen by the SELECT
+ *    and has P >= the high watermark's own commit > P_H: it is newer than
+ *    the read whatever its lsn, including a transaction that began before
+ *    the window (its lsn is below P_H, so by lsn alone the stale read would
+ *    win: the incremental form of the handover loss);
+ *  - a change of the high watermark's own transaction (with a read-only
+ *    watermark, the transaction that closes the window) has commit P_H:
+ *    "read before change" puts the read first;
+ *  - a redelivery after a restart repeats versions (the guard skips it),
+ *    and a chunk read again in a later window gets a later P_H: it holds the
+ *    rows as of that later window.
+ * Where one side's commit is unknown (a change from before the connector's
+ * first commit, whose sequence starts with null, or a value stored before
+ * the commit order was kept) the read compares by lsn = P_H: every change
+ * that committed before P_H has a lower lsn, so only a transaction open
+ * across the window and delivered without a commit order could lose.
+ * An incremental read never raises a floor: rows it does not mention are not
+ * evidence of deletes (the stream carries them).
+ *
  * Limits, said plainly: input without positions (bare envelopes) has no
  * marks; there (a) is the last snapshot epoch seen in the same store session.
- * Incremental snapshot reads carry no LSN and are dead-lettered, not guessed.
+ * An incremental read without a commit position is dead-lettered, not
+ * guessed.
  * When the connector re-snapshots on an existing slot (snapshot.mode=always),
  * changes it streams again from the slot's older position may briefly win
  * over the new snapshot's rows; the stream then replays every later change
@@ -482,10 +526,11 @@ static cdc__version assign_version(apply_ctx *a, cdc__table *t, const cdc_record
 {
     cdc_store_t *st = a->st;
     const char *topic = r->topic ? r->topic : "";
-    if (ev->snapshot == CDC__SNAP_NONE) {
+    if (ev->snapshot == CDC__SNAP_NONE || ev->snapshot == CDC__SNAP_INCREMENTAL) {
+        int read = ev->snapshot == CDC__SNAP_INCREMENTAL;
         uint64_t e = r->offset >= 0 ? mark_at(st, topic, r->partition, r->offset) : st->run_epoch;
-        uint64_t e2 = epoch_le(t, ev->lsn);
-        return (cdc__version){e > e2 ? e : e2, CDC__KIND_STREAM, ev->lsn};
+        uint64_t e2 = epoch_le(t, read ? ev->commit : ev->lsn);
+        return (cdc__version){e > e2 ? e : e2, CDC__KIND_STREAM, ev->lsn, ev->commit, (uint32_t)read};
     }
     uint64_t c = ev->lsn;
     add_epoch(t, c);
@@ -503,7 +548,7 @@ static cdc__version assign_version(apply_ctx *a, cdc__table *t, const cdc_record
     } else if (st->run_epoch != c) {
         st->run_epoch = c;
     }
-    return (cdc__version){c, CDC__KIND_SNAPSHOT, c};
+    return (cdc__version){c, CDC__KIND_SNAPSHOT, c, 0, 0};
 }
 
 /* Version floors: a completed snapshot raises the table's floor to
@@ -512,9 +557,16 @@ static cdc__version assign_version(apply_ctx *a, cdc__table *t, const cdc_record
 static void raise_floor(apply_ctx *a, cdc__table *t, const cdc__event *ev, const cdc__version *ver)
 {
     cdc__version fl;
-    if (ev->snapshot == CDC__SNAP_LAST) fl = (cdc__version){ev->lsn, CDC__KIND_GAP, ev->lsn};
-    else if (ev->action == CDC__ACT_FLOOR) fl = *ver;
-    else return;
+    if (ev->snapshot == CDC__SNAP_LAST) fl = (cdc__version){ev->lsn, CDC__KIND_GAP, ev->lsn, 0, 0};
+    else if (ev->action == CDC__ACT_FLOOR) {
+        /* A truncate's floor compares by lsn alone, the same before and after
+         * the table's metadata is stored (it keeps no commit order): exact,
+         * since TRUNCATE waits for every writer of the table to end and
+         * holds its lock until it commits. */
+        fl = *ver;
+        fl.commit = 0;
+        fl.read = 0;
+    } else return;
     if (t->floor_set && cdc__version_cmp(&fl, &t->floor) <= 0) return;
     size_t k;
     for (k = 0; k < a->nfloored && a->floored[k] != t; k++) {}
@@ -522,7 +574,7 @@ static void raise_floor(apply_ctx *a, cdc__table *t, const cdc__event *ev, const
         a->floored = cdc__realloc(a->floored, (a->nfloored + 1) * sizeof *a->floored);
         a->old_floor = cdc__realloc(a->old_floor, (a->nfloored + 1) * sizeof *a->old_floor);
         a->floored[k] = t;
-        a->old_floor[k] = t->floor_set ? t->floor : (cdc__version){0, 0, 0};
+        a->old_floor[k] = t->floor_set ? t->floor : (cdc__version){0, 0, 0, 0, 0};
         a->nfloored++;
     }
     t->floor = fl;

@@ -16,12 +16,18 @@
  * Debezium's JSON key carries no types, and the tag makes the encoding
  * self-describing, so a key can be printed back as JSON without metadata.
  *
- * Value format (version 1).  Decisions users live with, so written down:
- *   byte 0   format version (1); a reader refuses other versions;
+ * Value format (versions 1 and 2).  Decisions users live with, so written
+ * down:
+ *   byte 0   format version: 1, or 2 when the version carries a commit
+ *            order; a reader refuses other versions (a build older than
+ *            format 2 refuses such a value rather than misorder it);
  *   byte 1   flags: 1 deleted (a tombstone that keeps its version), 2 the row
  *            was last written by a snapshot read;
  *   varint   version.epoch, 1 byte version.kind, varint version.lsn (the
  *            ordering version, see store/apply.c);
+ *   format 2 only: varint version.commit, 1 byte (bit 0: version.read);
+ *            values without a commit order keep format 1 byte for byte, so
+ *            replicas written before format 2 read and compare unchanged;
  *   varint   ts_ms (zigzag), the source's commit/snapshot time, for latency;
  *   row      varint n, then n times (varint column index into the table's
  *            column list kept in metadata, varint tag, bytes): tag 0 NULL,
@@ -266,12 +272,17 @@ void cdc__evrow_add(cdc__buf *b, const char *name, size_t name_len, int tag, con
 void cdc__value_encode(cdc__buf *out, int flags, const cdc__version *ver, int64_t ts_ms,
                        const char *row, size_t row_len)
 {
-    cdc__buf_reserve(out, 32 + row_len);
-    cdc__buf_putc(out, CDC__VALUE_FORMAT);
+    int v2 = ver->commit || ver->read;
+    cdc__buf_reserve(out, 48 + row_len);
+    cdc__buf_putc(out, v2 ? CDC__VALUE_FORMAT_2 : CDC__VALUE_FORMAT);
     cdc__buf_putc(out, (char)flags);
     cdc__buf_put_varint(out, ver->epoch);
     cdc__buf_putc(out, (char)ver->kind);
     cdc__buf_put_varint(out, ver->lsn);
+    if (v2) {
+        cdc__buf_put_varint(out, ver->commit);
+        cdc__buf_putc(out, (char)(ver->read ? 1 : 0));
+    }
     cdc__buf_put_varint(out, ((uint64_t)ts_ms << 1) ^ (uint64_t)(ts_ms >> 63));
     cdc__buf_put(out, row, row_len);
 }
@@ -280,13 +291,21 @@ int cdc__value_decode(const char *v, size_t len, cdc__value *out)
 {
     const char *p = v, *end = v + len;
     uint64_t zz;
-    if (len < 5 || (unsigned char)p[0] != CDC__VALUE_FORMAT) return CDC_ECORRUPT;
+    if (len < 5) return CDC_ECORRUPT;
+    int format = (unsigned char)p[0];
+    if (format != CDC__VALUE_FORMAT && format != CDC__VALUE_FORMAT_2) return CDC_ECORRUPT;
     out->flags = (unsigned char)p[1];
     p += 2;
     if (cdc__get_varint(&p, end, &out->ver.epoch)) return CDC_ECORRUPT;
     if (p >= end) return CDC_ECORRUPT;
     out->ver.kind = (unsigned char)*p++;
     if (cdc__get_varint(&p, end, &out->ver.lsn)) return CDC_ECORRUPT;
+    out->ver.commit = 0;
+    out->ver.read = 0;
+    if (format == CDC__VALUE_FORMAT_2) {
+        if (cdc__get_varint(&p, end, &out->ver.commit) || p >= end) return CDC_ECORRUPT;
+        out->ver.read = (unsigned char)*p++ & 1;
+    }
     if (cdc__get_varint(&p, end, &zz)) return CDC_ECORRUPT;
     out->ts_ms = (int64_t)((zz >> 1) ^ (~(zz & 1) + 1));
     out->row = p;

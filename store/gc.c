@@ -29,7 +29,7 @@ static int gc_table(cdc_store_t *st, cdc__table *t, uint64_t horizon_lsn, uint64
             e = t->epochs[k - 1];
             break;
         }
-    cdc__version h = {e, CDC__KIND_STREAM, horizon_lsn};
+    cdc__version h = {e, CDC__KIND_STREAM, horizon_lsn, 0, 0};
     if (!t->horizon_set || cdc__version_cmp(&h, &t->horizon) > 0) {
         t->horizon = h;
         t->horizon_set = 1;

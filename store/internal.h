@@ -140,11 +140,17 @@ enum { CDC__V_NULL = 0, CDC__V_UNAVAILABLE = 1, CDC__V_TEXT = 2 };
 void cdc__evrow_add(cdc__buf *b, const char *name, size_t name_len, int tag, const char *v,
                     size_t vlen);
 
-/* Ordering version: compared as (epoch, kind, lsn). */
+/* Ordering version (the rule and its argument: store/apply.c).  Compared
+ * as (epoch, kind, then the position): when both versions know their commit
+ * order, by (commit, read before change, lsn); otherwise by lsn.  commit 0
+ * means unknown (an event without source.sequence, or a value written
+ * before the commit order was kept). */
 typedef struct cdc__version {
     uint64_t epoch;
     uint32_t kind;
     uint64_t lsn;
+    uint64_t commit; /* end of the commit record delivered before the event; 0 unknown */
+    uint32_t read;   /* 1: an incremental snapshot read, placed before the changes of its commit */
 } cdc__version;
 
 enum { CDC__KIND_GAP = 0, CDC__KIND_SNAPSHOT = 1, CDC__KIND_STREAM = 2 };
@@ -153,6 +159,10 @@ static inline int cdc__version_cmp(const cdc__version *a, const cdc__version *b)
 {
     if (a->epoch != b->epoch) return a->epoch < b->epoch ? -1 : 1;
     if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+    if (a->commit && b->commit) {
+        if (a->commit != b->commit) return a->commit < b->commit ? -1 : 1;
+        if (a->read != b->read) return a->read ? -1 : 1;
+    }
     if (a->lsn != b->lsn) return a->lsn < b->lsn ? -1 : 1;
     return 0;
 }
@@ -180,8 +190,8 @@ enum {
     CDC__SNAP_TRUE,       /* a snapshot read ("true", "first", "first_in_data_collection") */
     CDC__SNAP_LAST,       /* the snapshot read that completes the table's snapshot ("last",
                            * "last_in_data_collection") */
-    CDC__SNAP_INCREMENTAL /* "incremental": no LSN; sources dead-letter these, the store never
-                           * sees one */
+    CDC__SNAP_INCREMENTAL /* "incremental": a read of an incremental snapshot, ordered by the
+                           * commit it follows (lsn = commit) */
 };
 
 /* One decoded event.  Owned buffers are freed by cdc__event_free. */
@@ -189,6 +199,7 @@ typedef struct cdc__event {
     int action;            /* CDC__ACT_* */
     int snapshot;          /* CDC__SNAP_* */
     uint64_t lsn;          /* the source's log position of the change (the snapshot's for reads) */
+    uint64_t commit;       /* commit order: the end of the commit record delivered before it; 0 unknown */
     int64_t ts_ms;         /* the source's commit or read time */
     char *table;           /* "schema.table", malloc'd; NULL: counted as no known table */
     cdc__buf key;          /* encoded primary key */
@@ -226,7 +237,8 @@ int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__even
 
 /* ---- Stored values (store/codec.c) ---- */
 
-#define CDC__VALUE_FORMAT 1
+#define CDC__VALUE_FORMAT 1   /* values whose version has no commit order */
+#define CDC__VALUE_FORMAT_2 2 /* the version's commit order and read mark follow its lsn */
 enum { CDC__F_DELETED = 1, CDC__F_SNAPSHOT = 2 };
 
 typedef struct cdc__value {

@@ -73,7 +73,15 @@ print(json.dumps([int(x) if isinstance(x, str) and x.lstrip("-").isdigit() else 
   fi
 done < <(awk '{print $1}' expected/tables.txt)
 # A replay of the input the replica was made from changes nothing.
-"$BIN" apply --db replica --quiet --decimal public.prices.amount=2 "$ROOT"/tests/data/debezium/*.jsonl
+# The files the replica was made from (tests/compat/make-fixture.sh at fe9a254):
+# fixtures added since then hold other changes.
+FILES=""
+for f in composite_key inflight_handover inflight_single_tx precise_decimal resnapshot schemas_enabled \
+         snapshot_stream text_uuid_keys toast_unchanged; do
+  FILES="$FILES $ROOT/tests/data/debezium/$f.jsonl"
+done
+# shellcheck disable=SC2086
+"$BIN" apply --db replica --quiet --decimal public.prices.amount=2 $FILES
 while read -r t; do
   "$BIN" export --db replica --table "$t" --meta --format csv --output "got/$t.replay.csv"
   check "replay changes nothing: $t" cmp "expected/$t.csv" "got/$t.replay.csv"

@@ -520,7 +520,7 @@ Test(decode, snapshot_markers)
     cr_expect_eq(snapshot_of("r", "\"first_in_data_collection\""), CDC__SNAP_TRUE);
     cr_expect_eq(snapshot_of("r", "\"last\""), CDC__SNAP_LAST);
     cr_expect_eq(snapshot_of("r", "\"last_in_data_collection\""), CDC__SNAP_LAST);
-    cr_expect_eq(snapshot_of("r", "\"incremental\""), CDC__SNAP_INCREMENTAL);
+    cr_expect_eq(snapshot_of("r", "\"incremental\",\"sequence\":\"[\\\"9\\\",null]\""), CDC__SNAP_INCREMENTAL);
     cr_expect_eq(snapshot_of("r", "true"), CDC__SNAP_TRUE);
     cr_expect_eq(snapshot_of("r", "\"false\""), CDC__SNAP_TRUE, "an r event is a snapshot read");
     cr_expect_eq(snapshot_of("r", NULL), CDC__SNAP_TRUE, "an r event is a snapshot read");
@@ -531,19 +531,48 @@ Test(decode, snapshot_markers)
     cr_expect_eq(snapshot_of("c", NULL), CDC__SNAP_NONE);
 }
 
-Test(decode, incremental_snapshot_without_lsn)
+/* An incremental snapshot read carries no lsn: it is ordered by the commit
+ * position in source.sequence (the first element), which becomes its lsn. */
+Test(decode, incremental_snapshot_read_takes_its_commit_position)
 {
     cdc__event ev = {0};
     expect_ok("{\"id\":1}",
               "{\"op\":\"r\",\"after\":{\"id\":1},\"source\":{\"snapshot\":\"incremental\",\"lsn\":null,"
-              "\"txId\":null,\"xmin\":null,\"ts_ms\":12}}",
+              "\"txId\":null,\"xmin\":null,\"ts_ms\":12,\"sequence\":\"[\\\"704413816\\\",\\\"704410568\\\"]\"}}",
               &ev);
     cr_expect_eq(ev.snapshot, CDC__SNAP_INCREMENTAL);
-    cr_expect_eq(ev.lsn, 0);
+    cr_expect_eq(ev.commit, 704413816);
+    cr_expect_eq(ev.lsn, 704413816);
     cr_expect_eq(ev.ts_ms, 12);
     cdc__event_free(&ev);
-    expect_ok("{\"id\":1}", "{\"op\":\"r\",\"after\":{\"id\":1},\"source\":{\"snapshot\":\"incremental\"}}", &ev);
-    cr_expect_eq(ev.lsn, 0);
+    /* past 2^53 and at 2^64-1, exact */
+    expect_ok("{\"id\":1}",
+              "{\"op\":\"r\",\"after\":{\"id\":1},\"source\":{\"snapshot\":\"incremental\","
+              "\"sequence\":\"[\\\"18446744073709551615\\\",\\\"1\\\"]\"}}",
+              &ev);
+    cr_expect_eq(ev.commit, UINT64_MAX);
+    cdc__event_free(&ev);
+}
+
+/* A streamed change keeps its lsn and takes the commit position too; null
+ * (the first transaction after the connector starts) is unknown, 0. */
+Test(decode, stream_change_commit_position)
+{
+    cdc__event ev = {0};
+    expect_ok("{\"id\":1}",
+              "{\"op\":\"u\",\"after\":{\"id\":1},\"source\":{\"lsn\":68004944,"
+              "\"sequence\":\"[\\\"68004900\\\",\\\"68004944\\\"]\"}}",
+              &ev);
+    cr_expect_eq(ev.lsn, 68004944);
+    cr_expect_eq(ev.commit, 68004900);
+    cdc__event_free(&ev);
+    expect_ok("{\"id\":1}",
+              "{\"op\":\"u\",\"after\":{\"id\":1},\"source\":{\"lsn\":68004168,\"sequence\":\"[null,\\\"68004168\\\"]\"}}",
+              &ev);
+    cr_expect_eq(ev.commit, 0);
+    cdc__event_free(&ev);
+    expect_ok("{\"id\":1}", "{\"op\":\"u\",\"after\":{\"id\":1},\"source\":{\"lsn\":5,\"sequence\":null}}", &ev);
+    cr_expect_eq(ev.commit, 0);
     cdc__event_free(&ev);
 }
 
@@ -954,6 +983,24 @@ BAD(huge_lsn, K, "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":18446744073709551616
 BAD(infinite_lsn, K, "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":1e400}}", "LSN out of range")
 BAD(incremental_string_lsn, K,
     "{\"op\":\"r\"," ROW ",\"source\":{\"lsn\":\"x\",\"snapshot\":\"incremental\"}}", "non-numeric LSN")
+BAD(incremental_without_sequence, K, "{\"op\":\"r\"," ROW ",\"source\":{\"lsn\":null,\"snapshot\":\"incremental\"}}",
+    "incremental snapshot read without a commit position")
+BAD(incremental_null_commit, K,
+    "{\"op\":\"r\"," ROW ",\"source\":{\"snapshot\":\"incremental\",\"sequence\":\"[null,\\\"5\\\"]\"}}",
+    "incremental snapshot read without a commit position")
+BAD(sequence_number, K, "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":1,\"sequence\":5}}", "source.sequence 5 is not")
+BAD(sequence_array, K, "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":1,\"sequence\":[\"1\",\"2\"]}}", "source.sequence")
+BAD(sequence_numbers_inside, K, "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":1,\"sequence\":\"[1,2]\"}}",
+    "source.sequence")
+BAD(sequence_one_element, K, "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":1,\"sequence\":\"[\\\"1\\\"]\"}}",
+    "source.sequence")
+BAD(sequence_trailing, K, "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":1,\"sequence\":\"[\\\"1\\\",\\\"2\\\"]x\"}}",
+    "source.sequence")
+BAD(sequence_overflow, K,
+    "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":1,\"sequence\":\"[\\\"18446744073709551616\\\",\\\"2\\\"]\"}}",
+    "source.sequence")
+BAD(sequence_negative, K, "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":1,\"sequence\":\"[\\\"-1\\\",\\\"2\\\"]\"}}",
+    "source.sequence")
 BAD(source_string, K, "{\"op\":\"c\"," ROW ",\"source\":\"pg\"}", "source is a string, not an object")
 BAD(source_array, K, "{\"op\":\"c\"," ROW ",\"source\":[]}", "source is an array")
 BAD(source_schema_number, K, "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":1,\"schema\":1,\"table\":\"t\"}}",
