@@ -5,14 +5,17 @@
 # PostgreSQL -> Debezium -> Kafka come from tests/stack/ (stack.sh,
 # connector.sh, changegen); cdcstore from build/cdcstore; e2e_kafka (Kafka
 # high watermarks, a group's committed offsets, topic creation) is built from
-# tests/e2e/e2e_kafka.c into build/e2e/.
+# tests/e2e/e2e_kafka.c into build/e2e/. E2E_BUILD=DIR builds and takes both
+# from DIR instead of build/ (make BUILD=DIR), so that a run leaves another
+# build directory alone; CDCSTORE=PATH names the cdcstore binary outright.
 
 E2E_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-CDC=${CDCSTORE:-$E2E_ROOT/build/cdcstore}
+E2E_BUILD=${E2E_BUILD:-build}
+CDC=${CDCSTORE:-$E2E_ROOT/$E2E_BUILD/cdcstore}
 STACK=$E2E_ROOT/tests/stack/stack.sh
 CONN=$E2E_ROOT/tests/stack/connector.sh
 CHANGEGEN=$E2E_ROOT/tests/stack/changegen
-E2EK=$E2E_ROOT/build/e2e/e2e_kafka
+E2EK=$E2E_ROOT/$E2E_BUILD/e2e/e2e_kafka
 # The tables the connector captures.
 E2E_TABLES=(orders order_lines customers products)
 E2E_T0=${E2E_T0:-$SECONDS}
@@ -90,7 +93,7 @@ tail_of() {
 
 # Builds cdcstore, changegen and e2e_kafka when missing or older than their sources.
 e2e_build() {
-    make -C "$E2E_ROOT" --no-print-directory -s all tests/stack/changegen >"$WORK/build.log" 2>&1 || {
+    make -C "$E2E_ROOT" --no-print-directory -s BUILD="$E2E_BUILD" all tests/stack/changegen >"$WORK/build.log" 2>&1 || {
         cat "$WORK/build.log" >&2
         e2e_die "make failed"
     }

@@ -25,8 +25,13 @@
 #   7  two `cdcstore ingest` processes in one group on topics of 4 partitions,
 #      each with its own replica: each replica equals the source restricted to
 #      the partitions it owns, and together they cover the source
-# Scenarios 1-6 run on one connector and one replica, in order; 7 on a fresh
-# database, connector and topics.
+#   8  an ad hoc incremental snapshot (Debezium signal table) of the four
+#      tables under a changegen load, connector without initial snapshot
+#      (snapshot.mode=no_data), a transaction updating orders 30001-30003
+#      open from before the signal until their reads are on the topic: the
+#      read carries the old row, the commit an LSN below the read's window
+# Scenarios 1-6 run on one connector and one replica, in order; 7 and 8 each
+# on a fresh database, connector, topics and replica.
 #
 # Output: one `ok`/`FAIL` line per check, `#` lines for progress and figures
 # (the latency p50/p99), then `N passed, M failed`. Exit 0 when all pass.
@@ -37,12 +42,14 @@
 #                      1,000+ row changes/s, a fifth of statements find no row)
 #   E2E_KEYS           order ids of the generator (default 20000)
 #   E2E_LATENCY_SECS   length of the latency window (default 20)
-#   E2E_ONLY           e.g. "1 4 7": run only these (2-6 need 1 before them)
+#   E2E_ONLY           e.g. "1 4 7 8": run only these (2-6 need 1 before them)
 #   E2E_WORK           scratch directory (default: a new one in /tmp; kept
 #                      when a check fails)
 #   E2E_SCHEMAS, E2E_DECIMAL_MODE, E2E_ORDERS_IDENTITY, E2E_WORKAROUNDS,
 #   E2E_CONNECTOR_OPTS  the pipeline's configuration: see tests/e2e/lib.sh
 #                      and tests/e2e/README.md ("Known differences")
+#   E2E_BUILD          build directory of cdcstore and e2e_kafka (default
+#                      build; make BUILD=DIR builds there)
 #   STACK_* as for tests/stack/stack.sh (ports, STACK_DIR)
 # Checks given as `eval '...'` expand their variables when they run.
 # shellcheck disable=SC2016
@@ -57,7 +64,7 @@ mkdir -p "$WORK"
 RATE=${E2E_RATE:-1300}
 KEYS=${E2E_KEYS:-20000}
 LAT_SECS=${E2E_LATENCY_SECS:-20}
-ONLY=${E2E_ONLY:-1 2 3 4 5 6 7}
+ONLY=${E2E_ONLY:-1 2 3 4 5 6 7 8}
 RUN=$(date +%s)
 P=e2e_$RUN          # topic prefix of scenarios 1-6
 P7=e2e7_$RUN        # topic prefix of scenario 7
@@ -756,6 +763,107 @@ scenario7() {
     check "7 reconcile: replica B equals the source rows of its partitions" reconcile_all "$WORK/replica-b" 7b e2e7_b
 }
 
+# ---- 8: ad hoc incremental snapshot under load ----------------------------------
+
+P8=e2e8_$RUN        # topic prefix of scenario 8
+INC_TABLES='["public.orders", "public.order_lines", "public.customers", "public.products"]'
+
+# wait_inc_reads TOPIC ID...: until the topic holds an incremental read of
+# each order id.
+wait_inc_reads() {
+    local topic=$1 deadline=$((SECONDS + 150)) id missing
+    shift
+    while :; do
+        kcat -b "$KAFKA_BROKERS" -C -e -q -t "$topic" -f '%s\n' 2>/dev/null | grep '"snapshot":"incremental"' >"$WORK/inc-reads.txt"
+        missing=
+        for id in "$@"; do
+            grep -q "\"order_id\":$id," "$WORK/inc-reads.txt" || missing+=" $id"
+        done
+        [[ -z $missing ]] && {
+            echo "incremental reads of orders $* on $topic"
+            return 0
+        }
+        ((SECONDS < deadline)) || {
+            echo "no incremental read of orders$missing on $topic after 150s ($(wc -l <"$WORK/inc-reads.txt") incremental reads)"
+            return 1
+        }
+        sleep 0.5
+    done
+}
+
+# wait_inc_done FROM_BYTE: until Connect's log says that the incremental
+# snapshot of each of the four tables is over.
+wait_inc_done() {
+    local from=$1 deadline=$((SECONDS + 180)) t missing
+    while :; do
+        missing=
+        for t in "${E2E_TABLES[@]}"; do
+            tail -c +"$((from + 1))" "$STACK_DIR/logs/connect.log" |
+                grep -q "incremental snapshotting of table 'public.$t' finished" || missing+=" $t"
+        done
+        [[ -z $missing ]] && {
+            echo "Connect: incremental snapshot of the four tables finished"
+            return 0
+        }
+        ((SECONDS < deadline)) || {
+            echo "Connect never logged the end of the incremental snapshot of$missing after 180s"
+            tail -c +"$((from + 1))" "$STACK_DIR/logs/connect.log" | grep -i 'incremental\|ERROR' >"$WORK/connect-inc.txt"
+            tail_of "$WORK/connect-inc.txt" 3
+            return 1
+        }
+        sleep 0.5
+    done
+}
+
+# check_inc_hard_case TOPIC: the held transaction's update of orders
+# 30001-30003 reached the topic after the incremental read of the same row
+# (which carries status "base"), with an LSN below the read's window
+# (source.sequence[1]).
+check_inc_hard_case() {
+    kcat -b "$KAFKA_BROKERS" -C -e -q -t "$1" -f '%o\t%s\n' |
+        jq -R -r "$JQ_UNWRAP"'split("\t") | (.[0] | tonumber) as $o | (.[1] | fromjson? // null | unwrap)
+            | select(. != null) | select(((.after // .before).order_id // 0) as $k | $k >= 30001 and $k <= 30003)
+            | [$o, (.after // .before).order_id, .op, .source.snapshot, .source.lsn, .source.sequence, (.after.status // "")] | @tsv' \
+            >"$WORK/inc-held.tsv"
+    awk -F'\t' '
+        $4 == "incremental" { split($6, s, "\""); w[$2] = s[4] + 0; rs[$2] = $7; next }
+        ($2 in w) && $3 == "u" && $7 == "held-open" && $5 + 0 < w[$2] { n++; last = $2 ": read (\"" rs[$2] "\", window " w[$2] ") then update lsn " $5 }
+        END {
+            if (n != 3) { printf "held updates of orders 30001-30003 after their read with an LSN below its window: %d of 3 (see inc-held.tsv)\n", n; exit 1 }
+            printf "3 held updates after their read, below its window; e.g. %s\n", last
+        }' "$WORK/inc-held.tsv"
+}
+
+scenario8() {
+    e2e_log "scenario 8: ad hoc incremental snapshot of the four tables under load, a transaction held across its reads"
+    [[ -n $MAIN_PID ]] && main_ingest_stop >/dev/null
+    local r8=$WORK/replica-8 g8=e2e8-$RUN ing gen logpos
+    check "8 setup: source reset and seeded, signal table, topics created" \
+        eval 'reset_source && seed_source && app_psql -f "$E2E_ROOT/tests/data/debezium/sql/signal.sql" && create_topics 1 "$P8"' ||
+        return 1
+    start_ingest ing "$r8" "$g8" "$WORK/ingest-8.log" "" "$P8"
+    # No initial snapshot: the incremental snapshot is the only way the rows
+    # present before the connector reach the replica.
+    check "8 connector registered (snapshot.mode=no_data, signal table), streaming" eval '
+        E2E_CONNECTOR_OPTS="${E2E_CONNECTOR_OPTS:-} snapshot.mode=no_data signal.data.collection=public.dbz_signal incremental.snapshot.chunk.size=1000 table.include.list=public.orders,public.order_lines,public.customers,public.products,public.dbz_signal" \
+            register_connector e2e8 "$P8" && wait_streaming e2e8 120' || return 1
+    logpos=$(stat -c %s "$STACK_DIR/logs/connect.log")
+    check "8 held transaction on orders 30001-30003 (before the snapshot)" hold H8 30000 3
+    start_gen gen "$WORK/gen-8.out" --seed 81 --keys "$KEYS" --rate "$RATE" --duration 25
+    sleep 1
+    check "8 incremental snapshot signalled" app_psql -c "INSERT INTO public.dbz_signal (id, type, data)
+        VALUES ('e2e8-$RUN', 'execute-snapshot', '{\"data-collections\": $INC_TABLES, \"type\": \"INCREMENTAL\"}')"
+    check "8 orders 30001-30003 read by the snapshot while held" wait_inc_reads "$P8.public.orders" 30001 30002 30003
+    check "8 held transaction committed after the reads" eval 'release H8 && grep -h "committed held transaction" "$WORK/hold-H8.out"'
+    check "8 incremental snapshot finished" wait_inc_done "$logpos"
+    check "8 changegen load" gen_wait "$gen" "$WORK/gen-8.out"
+    check "8 drained" wait_drained e2e8_slot "$g8" "$P8"
+    check "8 hard case on the topic" check_inc_hard_case "$P8.public.orders"
+    check "8 ingest stopped by SIGTERM (exit 0)" stop_ingest "$ing"
+    check "8 reconcile: replica equals source" reconcile_all "$r8" 8
+    check "8 no dead letters" eval 'same "dead letters" "$(stat_of "$r8" total dead_letters)" 0'
+}
+
 # ---- Main ---------------------------------------------------------------------
 
 e2e_log "work directory $WORK"
@@ -771,7 +879,7 @@ ok "stack up: PostgreSQL $PGHOST:$PGPORT, Kafka $KAFKA_BROKERS, Connect $CONNECT
 # Topics of earlier runs (a stack kept with E2E_KEEP_STACK=1).
 "$E2EK" "$KAFKA_BROKERS" delete-topics e2e >/dev/null 2>&1
 
-for s in 1 2 3 4 5 6 7; do
+for s in 1 2 3 4 5 6 7 8; do
     if runs "$s"; then
         t0=$SECONDS
         "scenario$s"
