@@ -44,6 +44,8 @@ typedef struct cdc__table {
     int horizon_set;
     uint64_t stats[CDC__NSTATS];
     int meta_dirty, stats_dirty;
+    uint64_t session_read;               /* stats[CDC__ST_READ] at open (0 for a new table) */
+    int bloom;                           /* its family's memtable bloom was switched on (store.c) */
 } cdc__table;
 
 typedef struct cdc__mark {               /* from offset on, partition streams in epoch */
