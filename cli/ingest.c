@@ -44,8 +44,8 @@ static void on_batch(void *opaque, const cdc_kafka_batch_t *b)
 }
 
 static const char *ingest_usage =
-    "usage: cdcstore ingest --db DIR --brokers HOST:PORT --topic T [--topic T2 ...] [--group G]\n"
-    "                       [--batch-max-events N] [--batch-max-ms MS] [--kafka-config FILE]\n"
+    "usage: cdcstore ingest --db DIR --brokers HOST:PORT --topic T [--topic T2 ...] [--topic-regex RE]\n"
+    "                       [--group G] [--batch-max-events N] [--batch-max-ms MS] [--kafka-config FILE]\n"
     "                       [--from-beginning] [--on-error continue|stop] [--sync]\n"
     "                       [--decimal S.T.C=SCALE]... [--column-type S.T.C=TYPE]... [--latency-report FILE]\n"
     "Consumes Debezium topics into the replica in DIR (created when absent) until\n"
@@ -53,7 +53,11 @@ static const char *ingest_usage =
     "atomically with its Kafka positions; the positions stored in the replica, not\n"
     "the group's committed offsets, say where every partition resumes.\n"
     "  --brokers LIST          bootstrap servers (or bootstrap.servers in --kafka-config)\n"
-    "  --topic T               a topic to consume; repeat for more\n"
+    "  --topic T               a topic to consume; repeat for more (or only --topic-regex)\n"
+    "  --topic-regex RE        also every topic RE matches from the start of its name\n"
+    "                          (POSIX extended; '$' ends it): 'shop\\.public\\.' takes a\n"
+    "                          whole schema; new topics join at the next metadata refresh\n"
+    "                          (topic.metadata.refresh.interval.ms, default 5 minutes)\n"
     "  --group G               consumer group (default cdcstore-<basename of DIR>);\n"
     "                          processes of one group split the partitions, each with\n"
     "                          its own replica directory\n"
@@ -89,6 +93,7 @@ int cmd_ingest(int argc, char **argv)
     static struct option lo[] = {{"db", 1, 0, 'd'},
                                  {"brokers", 1, 0, 'b'},
                                  {"topic", 1, 0, 't'},
+                                 {"topic-regex", 1, 0, 'R'},
                                  {"group", 1, 0, 'g'},
                                  {"batch-max-events", 1, 0, 'n'},
                                  {"batch-max-ms", 1, 0, 'm'},
@@ -102,11 +107,12 @@ int cmd_ingest(int argc, char **argv)
                                  {"help", 0, 0, 'h'},
                                  {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "d:b:t:g:n:m:k:Be:D:T:sL:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:b:t:R:g:n:m:k:Be:D:T:sL:h", lo, NULL)) != -1) {
         switch (c) {
         case 'd': db = optarg; break;
         case 'b': ko.brokers = optarg; break;
         case 't': topics[ntopics++] = optarg; break;
+        case 'R': ko.topic_regex = optarg; break;
         case 'g': ko.group = optarg; break;
         case 'n': ko.batch_max_events = strtoul(optarg, NULL, 10); break;
         case 'm': ko.batch_max_ms = atoi(optarg); break;
@@ -129,7 +135,7 @@ int cmd_ingest(int argc, char **argv)
         default: fputs(ingest_usage, stderr); status = EXIT_USAGE; goto out;
         }
     }
-    if (!db || !ntopics || optind != argc || ko.batch_max_ms < 0) {
+    if (!db || (!ntopics && !ko.topic_regex) || optind != argc || ko.batch_max_ms < 0) {
         fputs(ingest_usage, stderr);
         status = EXIT_USAGE;
         goto out;

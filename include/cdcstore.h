@@ -440,8 +440,16 @@ typedef struct cdc_kafka_batch {
 
 typedef struct cdc_kafka_options {
     const char *brokers;              /* bootstrap.servers; NULL: from the properties */
-    const char *const *topics;        /* topics to subscribe to (at least one) */
+    const char *const *topics;        /* topics to subscribe to (at least one, or topic_regex) */
     size_t ntopics;
+    /* NULL, or a POSIX extended regular expression: every topic it matches
+     * from the start of the name is consumed too (a leading "^" is implied;
+     * end it with "$" to match whole names): shop\.public\. takes a whole
+     * schema.  It is librdkafka's "^" pattern subscription.  Topics created
+     * later are picked up at the next metadata refresh
+     * (topic.metadata.refresh.interval.ms, librdkafka's default 5 minutes).
+     * Errors: CDC_EINVAL when it does not compile. */
+    const char *topic_regex;
     const char *group;                /* group.id; NULL: from the properties (required) */
     size_t batch_max_events;          /* records per batch; 0: 10,000 */
     int batch_max_ms;                 /* a batch is applied at most this long after its first

@@ -31,6 +31,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -694,9 +695,33 @@ int cdc_kafka_open(cdc_store_t *st, const cdc_kafka_options_t *o, cdc_kafka_t **
 {
     if (out) *out = NULL;
     if (!st || !o || !out) return cdc__err(err, CDC_EINVAL, "cdc_kafka_open: bad arguments");
-    if (!o->ntopics || !o->topics) return cdc__err(err, CDC_EINVAL, "cdc_kafka_open: no topic to consume");
-    for (size_t i = 0; i < o->ntopics; i++)
+    int has_regex = o->topic_regex != NULL;
+    if ((!o->ntopics || !o->topics) && !has_regex)
+        return cdc__err(err, CDC_EINVAL, "cdc_kafka_open: no topic to consume");
+    for (size_t i = 0; o->topics && i < o->ntopics; i++)
         if (!o->topics[i] || !o->topics[i][0]) return cdc__err(err, CDC_EINVAL, "cdc_kafka_open: empty topic name");
+    /* librdkafka takes a subscription that starts with "^" as a pattern,
+     * matched against the cluster's topics at every metadata refresh; it
+     * compiles it as a POSIX extended expression (regcomp).  Compiling it
+     * here first turns a mistake into an error naming the expression,
+     * instead of a subscription that silently matches nothing. */
+    char *pattern = NULL;
+    if (has_regex) {
+        const char *r = o->topic_regex;
+        if (!r[0] || !strcmp(r, "^")) return cdc__err(err, CDC_EINVAL, "cdc_kafka_open: empty topic regex");
+        pattern = cdc__malloc(strlen(r) + 2);
+        sprintf(pattern, "%s%s", r[0] == '^' ? "" : "^", r);
+        regex_t re;
+        int rerr = regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB);
+        if (rerr) {
+            char why[256];
+            regerror(rerr, &re, why, sizeof why);
+            int rc = cdc__err(err, CDC_EINVAL, "topic regex %.300s: %s", r, why);
+            free(pattern);
+            return rc;
+        }
+        regfree(&re);
+    }
     if (o->batch_max_ms < 0) return cdc__err(err, CDC_EINVAL, "cdc_kafka_open: negative batch_max_ms");
 
     cdc_kafka_t *k = cdc__calloc(1, sizeof *k);
@@ -715,9 +740,10 @@ int cdc_kafka_open(cdc_store_t *st, const cdc_kafka_options_t *o, cdc_kafka_t **
     k->stats.lag = -1;
     k->stats.latency_p50_ms = k->stats.latency_p99_ms = k->stats.latency_max_ms = -1;
     k->hist = cdc__calloc(H_BUCKETS, sizeof *k->hist);
-    k->topics = cdc__calloc(o->ntopics, sizeof *k->topics);
-    for (k->ntopics = 0; k->ntopics < o->ntopics; k->ntopics++)
+    k->topics = cdc__calloc(o->ntopics + 1, sizeof *k->topics);
+    for (k->ntopics = 0; o->topics && k->ntopics < o->ntopics; k->ntopics++)
         k->topics[k->ntopics] = cdc__strdup(o->topics[k->ntopics]);
+    if (pattern) k->topics[k->ntopics++] = pattern; /* the pattern is one more subscription */
 
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     int rc = 0, set_reset = 0;
@@ -778,12 +804,13 @@ int cdc_kafka_open(cdc_store_t *st, const cdc_kafka_options_t *o, cdc_kafka_t **
         rd_kafka_topic_partition_list_add(subs, k->topics[i], RD_KAFKA_PARTITION_UA);
     rd_kafka_resp_err_t se = rd_kafka_subscribe(k->rk, subs);
     rd_kafka_topic_partition_list_destroy(subs);
+    const char *first = k->topics[0], *what = first[0] == '^' ? "the topics matching " : "";
     if (se) {
-        rc = cdc__err(err, CDC_EKAFKA, "subscribing to %s%s failed: %s", k->topics[0],
+        rc = cdc__err(err, CDC_EKAFKA, "subscribing to %s%s%s failed: %s", what, first,
                       k->ntopics > 1 ? " and others" : "", rd_kafka_err2str(se));
         goto fail;
     }
-    klog(k, CDC_LOG_INFO, "consuming %s%s as a member of group %s; positions come from the replica", k->topics[0],
+    klog(k, CDC_LOG_INFO, "consuming %s%s%s as a member of group %s; positions come from the replica", what, first,
          k->ntopics > 1 ? " and others" : "", group);
     *out = k;
     return 0;
