@@ -175,6 +175,12 @@ typedef struct cdc_apply_options {
      * latency is the current time minus ts_ms.  May be NULL. */
     void (*on_change)(void *opaque, const char *table, int64_t ts_ms);
     void *on_change_opaque;
+    /* When *interrupt becomes non-zero while a batch is decoded or applied
+     * (a signal handler may set it), the batch is given up within
+     * milliseconds: nothing of it is written, its positions are not stored,
+     * and -EINTR is returned.  The store must then be closed (and may be
+     * reopened) before the next apply.  Keep it set once set.  May be NULL. */
+    volatile int *interrupt;
 } cdc_apply_options_t;
 
 /* What one call did.  Counters are also accumulated in the replica (see
@@ -216,7 +222,9 @@ typedef struct cdc_file_options {
      * far; may be NULL. */
     void (*progress)(void *opaque, const cdc_apply_result_t *total, uint64_t bytes_read);
     void *progress_opaque;
-    volatile int *stop;             /* when it becomes non-zero, stop after the batch */
+    volatile int *stop;             /* when it becomes non-zero, stop: the batch being decoded
+                                     * or applied is given up (nothing of it written,
+                                     * -EINTR), as apply.interrupt, which it sets when NULL */
 } cdc_file_options_t;
 
 /* Applies a file of Kafka records, one JSON object per line, in batches:
@@ -226,7 +234,9 @@ typedef struct cdc_file_options {
  * taken from the row, see ingest/decode.c).  path "-" reads standard input.
  * Blank lines are skipped.  A line that is not a JSON object is dead-lettered
  * with its file and line number.  total may be NULL.
- * Errors: -errno when the file cannot be read, those of cdc_store_apply(). */
+ * Errors: -errno when the file cannot be read, those of cdc_store_apply();
+ * -EINTR when *opts->stop was set before the end of the file (the batches
+ * applied before it stay, err says up to which line). */
 CDC_API int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_options_t *opts,
                                  cdc_apply_result_t *total, cdc_error_t *err);
 

@@ -22,6 +22,7 @@ typedef struct decode_job {
     cdc__event *evs;
     size_t from, to;
     size_t max_bytes;
+    volatile int *interrupt;
 } decode_job;
 
 static int column_type(void *opaque, const char *table, const char *column)
@@ -87,7 +88,12 @@ static void decode_one(const decode_job *j, const cdc_record_t *r, cdc__event *e
 static void *decode_range(void *arg)
 {
     decode_job *j = arg;
-    for (size_t i = j->from; i < j->to; i++) decode_one(j, &j->recs[i], &j->evs[i]);
+    /* An interrupted batch is never applied (the store looks at the same
+     * flag first), so its remaining records are left undecoded. */
+    for (size_t i = j->from; i < j->to; i++) {
+        if (i % 1024 == 0 && j->interrupt && *j->interrupt) break;
+        decode_one(j, &j->recs[i], &j->evs[i]);
+    }
     return NULL;
 }
 
@@ -96,7 +102,8 @@ cdc__event *cdc__decode_batch(const cdc_store_t *st, const cdc_record_t *recs, s
 {
     size_t max_bytes = opts && opts->max_record_bytes ? opts->max_record_bytes : DEFAULT_MAX_RECORD;
     cdc__event *evs = cdc__calloc(n ? n : 1, sizeof *evs);
-    decode_job jobs[2] = {{st, recs, evs, 0, n, max_bytes}, {st, recs, evs, n, n, max_bytes}};
+    volatile int *intr = opts ? opts->interrupt : NULL;
+    decode_job jobs[2] = {{st, recs, evs, 0, n, max_bytes, intr}, {st, recs, evs, n, n, max_bytes, intr}};
     pthread_t th;
     int threaded = 0;
     if (threads > 1 && n >= PARALLEL_MIN) {

@@ -289,7 +289,8 @@ static void *reader_main(void *arg)
         sl->b.n = 0;
         cdc__buf_reset(&sl->b.text);
         ssize_t len = 0;
-        while (sl->b.n < ps->bs) {
+        volatile int *intr = ps->aopts->interrupt;
+        while (sl->b.n < ps->bs && !(intr && *intr && lineno % 1024 == 0)) {
             len = getline(&line, &cap, ps->fp);
             if (len < 0) break;
             lineno++;
@@ -330,7 +331,11 @@ int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_optio
     ps.fp = fp;
     ps.source = strcmp(path, "-") == 0 ? "stdin" : path;
     ps.bs = o->batch_size ? o->batch_size : 10000;
-    ps.aopts = &o->apply;
+    /* The stop flag gives up the batch in progress (decoding, reading or
+     * applying it): the store looks at it every few thousand records. */
+    cdc_apply_options_t ao = o->apply;
+    if (!ao.interrupt) ao.interrupt = o->stop;
+    ps.aopts = &ao;
     pthread_mutex_init(&ps.mu, NULL);
     pthread_cond_init(&ps.cv, NULL);
     pthread_t th;
@@ -345,9 +350,14 @@ int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_optio
         while (!sl->ready) pthread_cond_wait(&ps.cv, &ps.mu);
         pthread_mutex_unlock(&ps.mu);
         int eof = sl->eof;
-        if (sl->b.n) {
+        if (sl->b.n && ao.interrupt && *ao.interrupt) {
+            rc = cdc__err(err, -EINTR, "%s: interrupted: the batch ending at line %lld was given up, nothing of "
+                          "it written", ps.source, (long long)sl->lineno);
+            cdc__events_free(sl->dec, sl->b.n);
+            sl->dec = NULL;
+        } else if (sl->b.n) {
             cdc_apply_result_t r;
-            rc = cdc__store_apply_events(st, sl->b.recs, sl->dec, sl->b.n, &o->apply, &r, err);
+            rc = cdc__store_apply_events(st, sl->b.recs, sl->dec, sl->b.n, &ao, &r, err);
             sl->dec = NULL;
             cdc__result_add(&tot, &r);
             if (o->progress) o->progress(o->progress_opaque, &tot, sl->bytes);
@@ -355,6 +365,9 @@ int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_optio
         if (rc == 0 && sl->read_errno)
             rc = cdc__err(err, CDC_EIO, "%s: read error after line %lld: %s", ps.source,
                           (long long)sl->lineno, strerror(sl->read_errno));
+        if (!rc && !eof && o->stop && *o->stop)
+            rc = cdc__err(err, -EINTR, "%s: interrupted after line %lld: the batches up to it are applied, "
+                          "nothing after it was written", ps.source, (long long)sl->lineno);
         int stop = rc || (o->stop && *o->stop);
         pthread_mutex_lock(&ps.mu);
         sl->ready = 0;

@@ -117,8 +117,8 @@
  *                       (table, key) (group_add);
  *   2. count_floor_deletes  rows a floor raised by this batch deletes
  *                       without an event of theirs (a scan of the table);
- *   3. read_stored      the stored values of every key of the batch, one
- *                       MultiGet in key order;
+ *   3. read_stored      the stored values of every key of the batch,
+ *                       MultiGets of 4,096 keys in key order;
  *   4. fold_group       per key: the events in version order (sort_group),
  *                       the stored state under the floor (fold_start), the
  *                       guard (count_not_applied), the fold of every newer
@@ -130,8 +130,12 @@
  *
  * Rows, counters, table metadata, epoch marks, dead letters and the highest
  * offset per (topic, partition) go into one WriteBatch, so a crash keeps
- * either all of a batch or none of it.
+ * either all of a batch or none of it.  The caller's interrupt flag is
+ * looked at every 4,096 records in pass 1 and keys in passes 3 and 4: a
+ * signal gives the batch up before its write, within milliseconds however
+ * large the batch.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -674,7 +678,15 @@ static void count_floor_deletes(apply_ctx *a)
 /* ---- Pass 3: the stored versions of the batch's keys ---- */
 
 /* One MultiGet in key order (the grouping table is not used past this). */
-static void read_stored(apply_ctx *a)
+/* The caller's interrupt flag, looked at every INTERRUPT_EVERY records or
+ * keys (a few milliseconds of work). */
+#define INTERRUPT_EVERY 4096
+static int interrupted(const apply_ctx *a, size_t i)
+{
+    return i % INTERRUPT_EVERY == 0 && a->opts->interrupt && *a->opts->interrupt;
+}
+
+static int read_stored(apply_ctx *a)
 {
     size_t ng = a->ngroups;
     qsort(a->groups, ng, sizeof *a->groups, group_cmp);
@@ -689,10 +701,17 @@ static void read_stored(apply_ctx *a)
         klens[g] = a->groups[g].key_len;
         cfs[g] = a->groups[g].t->cf;
     }
-    if (ng) rocksdb_multi_get_cf(a->st->db, a->st->ro, cfs, ng, keys, klens, a->vals, a->vlens, a->errs);
+    int rc = 0;
+    for (size_t g = 0; g < ng && !rc; g += INTERRUPT_EVERY) {
+        size_t m = ng - g < INTERRUPT_EVERY ? ng - g : INTERRUPT_EVERY;
+        if (interrupted(a, g)) rc = -EINTR;
+        else rocksdb_multi_get_cf(a->st->db, a->st->ro, cfs + g, m, keys + g, klens + g, a->vals + g,
+                                  a->vlens + g, a->errs + g);
+    }
     free(keys);
     free(klens);
     free(cfs);
+    return rc;
 }
 
 /* ---- Pass 4: fold each key's events from its stored state ---- */
@@ -1031,16 +1050,22 @@ int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__even
      * comparison; nothing here reads those counters. */
     rocksdb_set_perf_level(rocksdb_disable);
     ctx_init(&a, n);
-    for (a.taken = 0; a.taken < n && !rc && !a.stopped; a.taken++) rc = take_record(&a, a.taken);
+    for (a.taken = 0; a.taken < n && !rc && !a.stopped; a.taken++)
+        rc = interrupted(&a, a.taken) ? -EINTR : take_record(&a, a.taken);
     if (a.stopped) a.taken--; /* the bad record is not applied */
     if (!rc) {
         count_floor_deletes(&a);
-        read_stored(&a);
-        for (size_t g = 0; g < a.ngroups && !rc; g++) rc = fold_group(&a, g);
+        rc = read_stored(&a);
+        for (size_t g = 0; g < a.ngroups && !rc; g++) rc = interrupted(&a, g) ? -EINTR : fold_group(&a, g);
     }
     if (!rc) rc = commit(&a);
     if (!rc) notify(&a);
     if (!rc && a.stopped) rc = CDC_ESTOPPED;
+    if (rc == -EINTR)
+        cdc__err(err, rc, "interrupted: the batch of %zu records was given up, nothing of it written", n);
+    /* An interrupted or failed batch may have moved the in-memory epoch
+     * marks, floors and table metadata that its write would have stored:
+     * no further apply until the store is reopened from what it holds. */
     if (rc && rc != CDC_ESTOPPED) st->broken = 1;
     ctx_free(&a);
     events_free(evs, n);
