@@ -396,6 +396,39 @@ def main():
             lines.append("- fewer rows than the goals' 10,000,000 (BENCH_QUERY_ROWS): these verdicts "
                          "do not count")
         md += [""] + lines + [""]
+    trows = [r for r in rows if r.get("peer") == "tables"]
+    if trows:
+        md += ["## A thousand tables (`bench/peer_tables.py`)", "",
+               "A whole schema of small tables (`bench/gen_tables.py`: N topics `shop.public.t0001`..., "
+               "5 snapshot rows, 2 updates and a delete with its tombstone each), against the same "
+               "number of events in one table. Medians of the repeats: `cdcstore apply` of the file into "
+               "a new replica, `cdcstore stats` on it (the open of a later reader), and `cdcstore apply` "
+               "of an empty file (the open of the next writer: the log is replayed and flushed). "
+               "Goal (issue 10): 1,000 tables open in under 1 s and under 200 MB, applied as fast per "
+               "event as one table.", "",
+               "| case | events | apply s | events/s | vs one table | apply peak | open s | open peak "
+               "| writer reopen s | SST files | result |",
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for r in trows:
+            if r.get("status") == "failed" and not r.get("case"):
+                md.append(f"| failed | | | | | | | | | | {r.get('note', '')} |")
+                continue
+            vs = f"{r['speed_vs_one_table']:.3f}x" if r.get("speed_vs_one_table") else ""
+            f2 = lambda x: f"{x:.2f}" if x is not None else "–"
+            md.append(f"| {r.get('case')} | {fmt_int(r.get('events'))} | {f2(r.get('apply_seconds'))} | "
+                      f"{fmt_int(r.get('events_per_s'))} | {vs} | {fmt_mib(r.get('apply_peak_rss_bytes'))} | "
+                      f"{f2(r.get('open_seconds'))} | {fmt_mib(r.get('open_peak_rss_bytes'))} | "
+                      f"{f2(r.get('reopen_seconds'))} | {r.get('sst_files', '')} | {r.get('verified', '')} |")
+        big = [r for r in trows if r.get("tables") == 1000 and r.get("status") == "ok"]
+        if big:
+            r = big[-1]
+            o, m, v = r.get("open_seconds"), r.get("open_peak_rss_bytes"), r.get("speed_vs_one_table")
+            md += ["", f"- open of 1,000 tables: {o:.2f} s, {fmt_mib(m)}: "
+                       f"{'met' if o < 1 and m < 200 * 2**20 else 'NOT met'} (goal < 1 s and < 200 MB)"]
+            if v:
+                md += [f"- events/s at 1,000 tables: {v:.3f} of one table's: "
+                       f"{'met' if v >= 0.9 else 'NOT met'} (goal: as fast per event)"]
+        md += [""]
     exp = [r for r in rows if r.get("peer") == "cdcstore" and r.get("export_seconds")]
     if exp:
         md += ["## Export", ""]
@@ -455,6 +488,8 @@ def main():
                       "or no cdcstore binary)")
     if not any(r.get("peer") == "query" for r in rows):
         notyet.append("- Query shim on 10M rows: not run (BENCH_STEPS without query)")
+    if not any(r.get("peer") == "tables" for r in rows):
+        notyet.append("- A thousand tables: not run (BENCH_STEPS without tables)")
     if not any(r.get("peer") == "cdcstore-reconcile" for r in rows):
         notyet.append("- Reconcile: not run (no verified cdcstore replica at batches of 10,000)")
     if notyet:

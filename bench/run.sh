@@ -13,8 +13,9 @@
 #   BENCH_SPARK (1; 0 skips Spark + Delta, reported as missing)
 #   BENCH_SPARK_BUDGET (300: seconds of applying per batch size before Spark is stopped)
 #   BENCH_PG_PORT (55499)   BENCH_BUILD (1: run `make all` when build/cdcstore is missing)
-#   BENCH_STEPS ("cdcstore limits sqlite postgres spark e2e query": the parts to run; a subset keeps the
-#               last run's records of the other parts, so one part can be measured again)
+#   BENCH_STEPS ("cdcstore limits sqlite postgres spark e2e query tables": the parts to run; a subset
+#               keeps the last run's records of the other parts, so one part can be measured again)
+#   BENCH_TABLES ("200 1000": table counts of the tables step, issue 10)  BENCH_TABLES_REPEAT (3)
 #   BENCH_SYNC (1: also `cdcstore apply --sync`, fsync every batch, as PostgreSQL commits do)
 #   BENCH_E2E (1: end-to-end latency through Kafka with tests/e2e/run.sh scenario 1, when present)
 #   BENCH_E2E_PORT_BASE (57432: its PostgreSQL; Kafka, controller and Connect on the next three;
@@ -23,6 +24,7 @@
 #                     reconcile equal and with one changed row, export against COPY TO)
 #   BENCH_PROFILE (1: perf profile of cdcstore at batches of 10,000 when perf exists)
 #   BENCH_OUT (bench/out)   BENCH_RESULTS (bench/RESULTS.md)   BENCH_PNG (bench/throughput.png)
+#   BENCH_CDC (build/cdcstore: the cdcstore binary measured)
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,7 +40,7 @@ SPARK_BUDGET=${BENCH_SPARK_BUDGET:-300}
 PG_PORT=${BENCH_PG_PORT:-55499}
 BUILD=${BENCH_BUILD:-1}
 SYNC=${BENCH_SYNC:-1}
-STEPS=${BENCH_STEPS:-"cdcstore limits sqlite postgres spark e2e query"}   # keep the order of ALL_STEPS
+STEPS=${BENCH_STEPS:-"cdcstore limits sqlite postgres spark e2e query tables"}   # keep the order of ALL_STEPS
 E2E=${BENCH_E2E:-1}
 E2E_PORT_BASE=${BENCH_E2E_PORT_BASE:-57432}
 E2E_TIMEOUT=${BENCH_E2E_TIMEOUT:-1500}
@@ -46,14 +48,14 @@ PROFILE=${BENCH_PROFILE:-1}
 OUT=${BENCH_OUT:-bench/out}
 RESULTS_MD=${BENCH_RESULTS:-bench/RESULTS.md}
 PNG=${BENCH_PNG:-bench/throughput.png}
-CDC=build/cdcstore
+CDC=${BENCH_CDC:-build/cdcstore}   # the binary measured (a copy of it is taken)
 VENV=.cache/bench-venv
 DELTA_SPEC="delta-spark==4.4.0"   # pulls pyspark 4.2; its jars (delta-spark_4.2_2.13) are on Maven Central
 
 mkdir -p "$OUT/logs" "$OUT/scratch"
 RES="$OUT/results.jsonl"
 CMDS="$OUT/commands.txt"
-ALL_STEPS="cdcstore limits sqlite postgres spark e2e query"
+ALL_STEPS="cdcstore limits sqlite postgres spark e2e query tables"
 if [ "$STEPS" = "$ALL_STEPS" ] || [ ! -f "$RES" ]; then
     [ -f "$RES" ] && mv "$RES" "$RES.prev"
     : > "$RES"
@@ -67,7 +69,7 @@ path, steps = sys.argv[1], sys.argv[2].split()
 owner = {"cdcstore": "cdcstore", "cdcstore-sync": "cdcstore", "decode-only-1t": "limits",
          "decode-only-2t": "limits", "rocksdb-raw": "limits", "sqlite-json1": "sqlite",
          "sqlite-python": "sqlite", "postgres": "postgres", "cdcstore-reconcile": "postgres",
-         "spark-delta": "spark", "e2e-latency": "e2e", "query": "query"}
+         "spark-delta": "spark", "e2e-latency": "e2e", "query": "query", "tables": "tables"}
 rows = [l for l in open(path) if l.strip()]
 keep = [l for l in rows if owner.get(json.loads(l).get("peer")) not in steps]
 open(path, "w").write("".join(keep))
@@ -367,6 +369,16 @@ print(f"{len(recs)} query records")
 EOF
 rm -rf "$QDIR/n$QROWS/replica" "$QDIR/n$QROWS/replica.done"   # the generated data stay for the next run
 fi   # query
+
+# ---- the cost of a table: a whole schema of small tables (issue 10) ----
+if want tables; then
+TARGS=()
+for n in ${BENCH_TABLES:-200 1000}; do TARGS+=(--tables "$n"); done
+run_step tables -1 "$OUT/logs/tables.log" \
+    python3 bench/peer_tables.py --bin "$CDC" "${TARGS[@]}" --repeat "${BENCH_TABLES_REPEAT:-3}" \
+    --workdir "$SCR/tables" --results "$RES"
+rm -rf "$SCR/tables"
+fi   # tables
 
 # ---- report ----
 # A partial run without the cdcstore step keeps the last profile.
