@@ -416,6 +416,7 @@ typedef struct apply_ctx {
     char **errs;
     fold f;                          /* reused across groups */
     cdc__buf out, rowbuf;
+    cdc__buf keytext, elem; /* a tombstone's key columns (tombstone_key) */
     int *order;                      /* a group's events in version order */
 } apply_ctx;
 
@@ -820,22 +821,47 @@ static int count_not_applied(apply_ctx *a, cdc__table *t, size_t m, const start_
     return 1;
 }
 
-/* A delete of a row the replica never held keeps only the key columns of
- * the before image (under REPLICA IDENTITY DEFAULT the other columns there
- * are nulls and type defaults, not data). */
-static void keep_key_columns(fold *f, const cdc__table *t)
+/* A tombstone's columns (see fold_events): the key, read from the stored
+ * key itself (a delete's before image may be null, under REPLICA IDENTITY
+ * NOTHING), every other column absent. */
+static int tombstone_key(apply_ctx *a, cdc__table *t, const group *gr)
 {
-    for (size_t c = 0; c < f->ncols; c++) {
-        int iskey = 0;
-        for (size_t k = 0; k < t->nkey && !iskey; k++) iskey = !strcmp(t->keycols[k], t->cols[c]);
-        if (!iskey) f->cols[c].set = 0;
+    fold *f = &a->f;
+    for (size_t c = 0; c < f->ncols; c++) f->cols[c].set = 0;
+    const unsigned char *p = (const unsigned char *)gr->key, *end = p + gr->key_len;
+    size_t *off = cdc__malloc((2 * t->nkey + 1) * sizeof *off);
+    cdc__buf_reset(&a->keytext);
+    int rc = 0;
+    for (size_t k = 0; k < t->nkey && !rc; k++) {
+        int64_t v;
+        int tag = cdc__key_read(&p, end, &v, &a->elem);
+        off[2 * k] = a->keytext.len;
+        if (tag == CDC__KEY_INT) cdc__buf_put_i64(&a->keytext, v);
+        else if (tag == CDC__KEY_TEXT) cdc__buf_put(&a->keytext, a->elem.p, a->elem.len);
+        else rc = CDC_ECORRUPT;
+        off[2 * k + 1] = a->keytext.len - off[2 * k];
     }
+    for (size_t k = 0; k < t->nkey && !rc; k++) {
+        size_t idx = cdc__table_col(t, t->keycols[k], strlen(t->keycols[k]));
+        fold_grow(f, t->ncols);
+        f->cols[idx] = (colval){CDC__V_TEXT, a->keytext.p + off[2 * k], off[2 * k + 1], 1};
+    }
+    free(off);
+    return rc;
 }
 
 /* Folds every event newer than the state, in version order.  A change
- * followed by a delete in the same batch is skipped: the tombstone keeps
- * the columns of the row as the replica held it, whatever the batch
- * boundaries were. */
+ * followed by a delete in the same batch is skipped.
+ *
+ * What a tombstone holds: the key columns and the delete's version, every
+ * other column NULL.  The stored state must be a function of the events,
+ * never of where a stream was cut into batches; the columns of the row a
+ * delete replaced are not (whether the last update before the delete was
+ * stored before the delete arrived depends on the batch boundaries and on
+ * late delivery, as in the reference MERGE, where a deleted row keeps what
+ * its batch found stored), and the delete's before image carries data only
+ * under REPLICA IDENTITY FULL (under DEFAULT its other columns are nulls or
+ * type defaults), which the event does not say. */
 static int fold_events(apply_ctx *a, cdc__table *t, size_t m, uint64_t *kept, uint64_t *unresolved)
 {
     fold *f = &a->f;
@@ -853,12 +879,7 @@ static int fold_events(apply_ctx *a, cdc__table *t, size_t m, uint64_t *kept, ui
         if (last_delete < m && j < last_delete && !del) continue;
         int live = f->exists && !(f->flags & CDC__F_DELETED);
         if (del) {
-            /* A tombstone keeps the columns of the row it deletes. */
-            if (!live) {
-                if (fold_take_row(f, t, &ev->row, 0, kept, unresolved)) return CDC_ECORRUPT;
-                keep_key_columns(f, t);
-            }
-            f->flags = CDC__F_DELETED;
+            f->flags = CDC__F_DELETED; /* columns: tombstone_key, after the fold */
         } else {
             if (fold_take_row(f, t, &ev->row, live, kept, unresolved)) return CDC_ECORRUPT;
             f->flags = ev->snapshot != CDC__SNAP_NONE ? CDC__F_SNAPSHOT : 0;
@@ -909,6 +930,8 @@ static int fold_group(apply_ctx *a, size_t g)
     if (count_not_applied(a, t, m, &ss)) return 0;
     if (fold_events(a, t, m, &kept, &unresolved))
         return cdc__err(a->err, CDC_ECORRUPT, "table %s: an event row does not decode", t->name);
+    if ((a->f.flags & CDC__F_DELETED) && tombstone_key(a, t, gr))
+        return cdc__err(a->err, CDC_ECORRUPT, "table %s: a stored key does not decode", t->name);
     count_applied(a, g, m, &ss, kept, unresolved);
     cdc__buf_reset(&a->rowbuf);
     fold_encode_row(&a->f, &a->rowbuf);
@@ -1000,6 +1023,8 @@ static void ctx_free(apply_ctx *a)
     free(a->f.cols);
     cdc__buf_free(&a->out);
     cdc__buf_free(&a->rowbuf);
+    cdc__buf_free(&a->keytext);
+    cdc__buf_free(&a->elem);
     free(a->order);
     rocksdb_writebatch_destroy(a->wb);
     free(a->sl);

@@ -784,7 +784,11 @@ static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v
 {
     cdc__value val;
     if (cdc__value_decode(v, vl, &val)) return CDC_ECORRUPT;
-    cdc__apply_floor(t, &val);
+    /* A row below the table's floor (deleted by a completed snapshot or a
+     * truncate) reads as a key the replica does not hold: whether it was
+     * stored before the floor rose depends on the batching, and what is
+     * read must not. */
+    if (t->floor_set && cdc__version_cmp(&val.ver, &t->floor) < 0) return 1;
     cdc__buf_reset(keyjson);
     if (cdc__key_to_json(k, kl, (const char *const *)t->keycols, t->nkey, keyjson)) return CDC_ECORRUPT;
     cdc__buf_putc(keyjson, 0);
@@ -874,6 +878,9 @@ int cdc_store_get(cdc_store_t *st, const char *table, const char *key_json, cdc_
     }
     rc = fill_row(t, st->getkey.p, st->getkey.len, st->getval.p, st->getval.len, &st->getkj,
                   st->getvals, st->getlens, row);
+    if (rc == 1)
+        return cdc__err(err, CDC_ENOTFOUND, "table %s: no row with key %s (deleted by a completed snapshot or "
+                        "a truncate)", table, key_json);
     if (rc) return cdc__err(err, rc, "table %s: stored row for key %s does not decode", table, key_json);
     return 0;
 }
@@ -944,6 +951,7 @@ int cdc_iter_next(cdc_iter_t *it, cdc_row_t *row, cdc_error_t *err)
         size_t kl, vl;
         const char *k = rocksdb_iter_key(it->it, &kl), *v = rocksdb_iter_value(it->it, &vl);
         int rc = fill_row(it->t, k, kl, v, vl, &it->keyjson, it->vals, it->lens, row);
+        if (rc == 1) continue; /* below the floor: absent */
         if (rc) return cdc__err(err, rc, "table %s: a stored row does not decode", it->t->name);
         if (row->deleted && !it->include_deleted) continue;
         return 1;
