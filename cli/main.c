@@ -347,9 +347,16 @@ static int cmd_export(int argc, char **argv)
     eo.progress = export_progress;
     eo.progress_opaque = &pg;
     cdc_error_t e = {0};
-    uint64_t rows = 0;
+    uint64_t rows = 0, unknown = 0;
+    eo.unknown_rows = &unknown;
     int rc = output ? cli_export_file(st, table, &eo, output, &rows, &e) : cdc_export_fd(st, table, &eo, 1, &rows, &e);
     if (pg.tty) fputc('\n', stderr);
+    if (!rc && unknown)
+        cli_printf_escaped(stderr,
+                           "cdcstore export: warning: %s: %llu rows were written before a column appeared at the "
+                           "source, whose default no schema gave; that column is written as NULL there. Re-read "
+                           "the table (an incremental snapshot) to fill it\n",
+                           table, (unsigned long long)unknown);
     cdc_store_close(st);
     free(lo_key);
     free(hi_key);

@@ -255,10 +255,13 @@ typedef struct cdc_row {
     uint32_t kind;            /* ordering version: 0 gap-delete, 1 snapshot read, 2 streamed */
     uint64_t lsn;             /* ordering version: the event's source LSN */
     int64_t ts_ms;            /* source.ts_ms of the event */
-    size_t ncols;             /* number of columns, in the table's column order */
+    size_t ncols;             /* number of columns, in the table's column order (those the
+                               * source has now, as cdc_store_columns) */
     const char *const *names; /* column names */
     const char *const *values;/* values in PostgreSQL text form; NULL = SQL NULL */
     const size_t *lens;       /* byte lengths of values */
+    uint32_t unknown;         /* columns read as NULL because the row was written before the
+                               * column appeared at the source and no schema gave its default */
 } cdc_row_t;
 
 typedef struct cdc_iter cdc_iter_t;
@@ -280,8 +283,10 @@ CDC_API int cdc_iter_open(cdc_store_t *st, const char *table, const cdc_iter_opt
 CDC_API int cdc_iter_next(cdc_iter_t *it, cdc_row_t *row, cdc_error_t *err);
 CDC_API void cdc_iter_close(cdc_iter_t *it);
 
-/* The column names of table in source order, as known so far.
- * Ownership: *names borrows from the store until the next apply or close. */
+/* The column names of table in source order: the columns the newest applied
+ * change carried (a column dropped at the source is left out, here and in
+ * rows).  Ownership: *names borrows from the store until the next apply or
+ * close. */
 CDC_API int cdc_store_columns(cdc_store_t *st, const char *table, const char *const **names,
                               size_t *n, cdc_error_t *err);
 
@@ -311,6 +316,9 @@ typedef struct cdc_export_options {
     /* Called every 100,000 rows with the count so far; may be NULL. */
     void (*progress)(void *opaque, uint64_t rows, uint64_t bytes);
     void *progress_opaque;
+    /* When not NULL, receives the number of rows written with a column whose
+     * value is unknown (cdc_row_t.unknown: written as NULL). */
+    uint64_t *unknown_rows;
 } cdc_export_options_t;
 
 /* Writes the view of table in key order to file descriptor fd: CSV that

@@ -79,6 +79,7 @@ typedef struct part {
     _Atomic uint64_t *shared_rows; /* rows written by all parts, for progress */
     cdc__export_ctx ctx;           /* the format's context for this part */
     uint64_t rows, bytes;
+    uint64_t unknown;              /* rows with a column of unknown value */
     int rc;
     cdc_error_t err;
 } part;
@@ -123,6 +124,7 @@ static int export_part(part *p)
             goto done;
         }
         count++;
+        p->unknown += row.unknown != 0;
         if (o.b.len >= (256u << 10)) {
             out_flush(&o);
             p->ctx.offset = o.bytes;
@@ -292,6 +294,7 @@ static int export_halves(part *a, part *b, int tmp)
         cdc__buf_free(&tail);
     }
     a->rows += b->rows;
+    a->unknown += b->unknown;
     return 0;
 }
 
@@ -326,6 +329,7 @@ int cdc__export_run(cdc_store_t *st, const char *table, const cdc_export_options
         fmt->release(&b.ctx);
     }
     if (rows) *rows = a.rows;
+    if (opts->unknown_rows) *opts->unknown_rows = a.unknown;
     if (a.rc && err) *err = a.err;
     return a.rc;
 }

@@ -417,6 +417,8 @@ typedef struct apply_ctx {
     fold f;                          /* reused across groups */
     cdc__buf out, rowbuf;
     cdc__buf keytext, elem; /* a tombstone's key columns (tombstone_key) */
+    unsigned char *present; /* the columns an upsert carried (note_columns) */
+    size_t prescap;
     int *order;                      /* a group's events in version order */
 } apply_ctx;
 
@@ -850,6 +852,30 @@ static int tombstone_key(apply_ctx *a, cdc__table *t, const group *gr)
     return rc;
 }
 
+/* The column set an applied upsert carried, for the table's column history
+ * (store/store.c, "Column history"). */
+static int note_columns(apply_ctx *a, cdc__table *t, const cdc__event *ev, const cdc__version *ver)
+{
+    if (a->prescap < t->ncols) {
+        a->prescap = t->ncols * 2;
+        a->present = cdc__realloc(a->present, a->prescap);
+    }
+    memset(a->present, 0, t->ncols);
+    const char *p = ev->row.p, *end = p + ev->row.len;
+    uint64_t n, nl, tag;
+    if (ev->row.len && cdc__get_varint(&p, end, &n)) return CDC_ECORRUPT;
+    for (uint64_t i = 0; ev->row.len && i < n; i++) {
+        if (cdc__get_varint(&p, end, &nl) || (uint64_t)(end - p) < nl) return CDC_ECORRUPT;
+        a->present[cdc__table_col(t, p, nl)] = 1;
+        p += nl;
+        if (cdc__get_varint(&p, end, &tag)) return CDC_ECORRUPT;
+        size_t vl = tag >= CDC__V_TEXT ? (size_t)(tag - CDC__V_TEXT) : 0;
+        if ((size_t)(end - p) < vl) return CDC_ECORRUPT;
+        p += vl;
+    }
+    return cdc__table_note_columns(t, ver, a->present, &ev->defaults);
+}
+
 /* Folds every event newer than the state, in version order.  A change
  * followed by a delete in the same batch is skipped.
  *
@@ -882,6 +908,7 @@ static int fold_events(apply_ctx *a, cdc__table *t, size_t m, uint64_t *kept, ui
             f->flags = CDC__F_DELETED; /* columns: tombstone_key, after the fold */
         } else {
             if (fold_take_row(f, t, &ev->row, live, kept, unresolved)) return CDC_ECORRUPT;
+            if (note_columns(a, t, ev, &s->ver)) return CDC_ECORRUPT;
             f->flags = ev->snapshot != CDC__SNAP_NONE ? CDC__F_SNAPSHOT : 0;
         }
         f->exists = 1;
@@ -1024,6 +1051,7 @@ static void ctx_free(apply_ctx *a)
     cdc__buf_free(&a->out);
     cdc__buf_free(&a->rowbuf);
     cdc__buf_free(&a->keytext);
+    free(a->present);
     cdc__buf_free(&a->elem);
     free(a->order);
     rocksdb_writebatch_destroy(a->wb);
@@ -1046,6 +1074,7 @@ void cdc__event_free(cdc__event *ev)
     cdc__buf_free(&ev->key);
     cdc__buf_free(&ev->keycols);
     cdc__buf_free(&ev->row);
+    cdc__buf_free(&ev->defaults);
 }
 
 static void events_free(cdc__event *evs, size_t n)
@@ -1085,6 +1114,10 @@ int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__even
     }
     if (!rc) rc = commit(&a);
     if (!rc) notify(&a);
+    /* Readers may run on several threads: the column lists they read are
+     * rebuilt here, never lazily while they read. */
+    for (size_t i = 0; i < st->ntables; i++)
+        if (st->tables[i]->live_dirty) cdc__table_live(st->tables[i]);
     if (!rc && a.stopped) rc = CDC_ESTOPPED;
     if (rc == -EINTR)
         cdc__err(err, rc, "interrupted: the batch of %zu records was given up, nothing of it written", n);

@@ -206,6 +206,8 @@ typedef struct cdc__event {
     cdc__buf keycols;      /* varint n, then n x (varint len, name) */
     cdc__buf row;          /* event row of the new image (upsert) or the before image (delete) */
     int nunavailable;      /* columns carrying the unchanged-TOAST placeholder */
+    cdc__buf defaults;     /* upserts: the defaults the event's schema gives, as an event row
+                            * (the column's default in text form, or NULL); empty without one */
     char *reason;          /* CDC__ACT_DEAD: why, malloc'd */
 } cdc__event;
 

@@ -93,6 +93,25 @@ static void table_key(cdc__buf *k, char tag, const char *table)
     cdc__buf_puts(k, table);
 }
 
+static void put_version(cdc__buf *b, const cdc__version *v)
+{
+    cdc__buf_put_varint(b, v->epoch);
+    cdc__buf_putc(b, (char)v->kind);
+    cdc__buf_put_varint(b, v->lsn);
+    cdc__buf_put_varint(b, v->commit);
+    cdc__buf_putc(b, (char)v->read);
+}
+
+static int get_version(const char **p, const char *end, cdc__version *v)
+{
+    if (cdc__get_varint(p, end, &v->epoch) || *p >= end) return CDC_ECORRUPT;
+    v->kind = (unsigned char)*(*p)++;
+    if (cdc__get_varint(p, end, &v->lsn) || cdc__get_varint(p, end, &v->commit) || *p >= end)
+        return CDC_ECORRUPT;
+    v->read = (unsigned char)*(*p)++ & 1;
+    return 0;
+}
+
 static void table_meta_encode(const cdc__table *t, cdc__buf *b)
 {
     cdc__buf_put_varint(b, t->ncols);
@@ -109,6 +128,21 @@ static void table_meta_encode(const cdc__table *t, cdc__buf *b)
     cdc__buf_put_varint(b, t->horizon.epoch);
     cdc__buf_putc(b, (char)t->horizon.kind);
     cdc__buf_put_varint(b, t->horizon.lsn);
+    /* Column history (absent in replicas written before it existed: every
+     * column then reads as present at the source): the newest change that
+     * carried every column, then per column flags (1 seen, 2 gone, 4 a
+     * default is known, 8 that default is not NULL), its versions and its
+     * default. */
+    cdc__buf_putc(b, (char)t->has_allseen);
+    put_version(b, &t->allseen);
+    cdc__buf_put_varint(b, t->ncols);
+    for (size_t i = 0; i < t->ncols; i++) {
+        const cdc__colmeta *m = &t->colmeta[i];
+        cdc__buf_putc(b, (char)(m->has_seen | m->has_gone << 1 | m->dflt_known << 2 | (m->dflt != NULL) << 3));
+        if (m->has_seen) put_version(b, &m->seen);
+        if (m->has_gone) put_version(b, &m->gone);
+        if (m->dflt) put_str(b, m->dflt);
+    }
 }
 
 static int table_meta_decode(cdc__table *t, const char *p, size_t len)
@@ -145,6 +179,24 @@ static int table_meta_decode(cdc__table *t, const char *p, size_t len)
         t->horizon.kind = (unsigned char)*p++;
         if (cdc__get_varint(&p, end, &t->horizon.lsn)) return CDC_ECORRUPT;
     }
+    if (p < end) { /* the column history */
+        t->has_allseen = (unsigned char)*p++;
+        if (get_version(&p, end, &t->allseen) || cdc__get_varint(&p, end, &n) || n != t->ncols)
+            return CDC_ECORRUPT;
+        for (size_t i = 0; i < t->ncols; i++) {
+            cdc__colmeta *m = &t->colmeta[i];
+            if (p >= end) return CDC_ECORRUPT;
+            int f = (unsigned char)*p++;
+            m->has_seen = f & 1;
+            m->has_gone = (f >> 1) & 1;
+            m->dflt_known = (f >> 2) & 1;
+            if (m->has_seen && get_version(&p, end, &m->seen)) return CDC_ECORRUPT;
+            if (m->has_gone && get_version(&p, end, &m->gone)) return CDC_ECORRUPT;
+            if ((f & 8) && !(m->dflt = get_str(&p, end))) return CDC_ECORRUPT;
+        }
+    }
+    t->live_dirty = 1;
+    cdc__table_live(t);
     return 0;
 }
 
@@ -183,11 +235,106 @@ size_t cdc__table_col(cdc__table *t, const char *name, size_t len)
     if (t->ncols == t->capcols) {
         t->capcols = t->capcols ? t->capcols * 2 : 16;
         t->cols = cdc__realloc(t->cols, t->capcols * sizeof *t->cols);
+        t->colmeta = cdc__realloc(t->colmeta, t->capcols * sizeof *t->colmeta);
     }
     t->cols[t->ncols] = cdc__strndup(name, len);
+    memset(&t->colmeta[t->ncols], 0, sizeof *t->colmeta);
     t->colhash[s] = (uint32_t)(t->ncols + 1);
     t->meta_dirty = 1;
+    t->live_dirty = 1;
     return t->ncols++;
+}
+
+/* ---- Column history ----
+ *
+ * Debezium's change events carry the whole row, so the columns an upsert
+ * carries are the source table's columns at that change.  The source's
+ * current column set is that of its newest change: a column the newest
+ * change lacks was dropped (DROP COLUMN, or the old name of a rename), and
+ * export, get and the hashes leave it out; it comes back if a newer change
+ * carries it again.  "Newest" is by ordering version, not arrival, so a late
+ * change from before an ALTER TABLE changes nothing: ALTER TABLE waits for
+ * every transaction on the table and holds its lock until it commits, so
+ * every change after it has a higher version than every change before it.
+ * Per column the replica keeps the newest change that carried it (seen)
+ * and the newest that did not (gone); a change carrying every column (the
+ * common case) only moves the table's allseen, which counts as seen for
+ * every column.  A stored row that lacks a column was written before the
+ * column appeared: it reads as the column's default when a schema gave one
+ * (ADD COLUMN ... DEFAULT fills old rows at the source), else as NULL,
+ * counted as unknown (cdc_row_t.unknown).  Limits: a column dropped and
+ * added again under the same name keeps the old values in rows no change
+ * touched since; a type change that rewrites the table at the source
+ * emits no row events, so such rows keep their old text until changed. */
+
+static int col_live(const cdc__table *t, const cdc__colmeta *m)
+{
+    if (!m->has_gone) return 1;
+    if (t->has_allseen && cdc__version_cmp(&t->allseen, &m->gone) > 0) return 1;
+    return m->has_seen && cdc__version_cmp(&m->seen, &m->gone) > 0;
+}
+
+int cdc__table_note_columns(cdc__table *t, const cdc__version *ver, const unsigned char *present,
+                            const cdc__buf *defaults)
+{
+    size_t npresent = 0;
+    for (size_t i = 0; i < t->ncols; i++) npresent += present[i] != 0;
+    if (npresent == t->ncols) {
+        if (!t->has_allseen || cdc__version_cmp(ver, &t->allseen) > 0) {
+            t->allseen = *ver;
+            t->has_allseen = 1;
+            t->meta_dirty = 1;
+            t->live_dirty = 1;
+        }
+    } else {
+        for (size_t i = 0; i < t->ncols; i++) {
+            cdc__colmeta *m = &t->colmeta[i];
+            cdc__version *v = present[i] ? &m->seen : &m->gone;
+            unsigned char *has = present[i] ? &m->has_seen : &m->has_gone;
+            if (!*has || cdc__version_cmp(ver, v) > 0) {
+                *v = *ver;
+                *has = 1;
+                t->meta_dirty = 1;
+                t->live_dirty = 1;
+            }
+        }
+    }
+    if (!defaults->len) return 0;
+    const char *p = defaults->p, *end = p + defaults->len;
+    uint64_t n, nl, tag;
+    if (cdc__get_varint(&p, end, &n)) return CDC_ECORRUPT;
+    for (uint64_t d = 0; d < n; d++) {
+        if (cdc__get_varint(&p, end, &nl) || (uint64_t)(end - p) < nl) return CDC_ECORRUPT;
+        size_t i = cdc__table_col(t, p, nl);
+        p += nl;
+        if (cdc__get_varint(&p, end, &tag)) return CDC_ECORRUPT;
+        size_t vl = tag >= CDC__V_TEXT ? (size_t)(tag - CDC__V_TEXT) : 0;
+        if ((size_t)(end - p) < vl) return CDC_ECORRUPT;
+        cdc__colmeta *m = &t->colmeta[i];
+        const char *v = tag >= CDC__V_TEXT ? p : NULL;
+        p += vl;
+        if (m->dflt_known && ((!v && !m->dflt) || (v && m->dflt && strlen(m->dflt) == vl && !memcmp(v, m->dflt, vl))))
+            continue;
+        free(m->dflt);
+        m->dflt = v ? cdc__strndup(v, vl) : NULL;
+        m->dflt_known = 1;
+        t->meta_dirty = 1;
+    }
+    return 0;
+}
+
+void cdc__table_live(cdc__table *t)
+{
+    if (!t->live_dirty && t->live) return;
+    t->live = cdc__realloc(t->live, (t->ncols + 1) * sizeof *t->live);
+    t->livenames = cdc__realloc(t->livenames, (t->ncols + 1) * sizeof *t->livenames);
+    t->nlive = 0;
+    for (size_t i = 0; i < t->ncols; i++)
+        if (col_live(t, &t->colmeta[i])) {
+            t->live[t->nlive] = i;
+            t->livenames[t->nlive++] = t->cols[i];
+        }
+    t->live_dirty = 0;
 }
 
 static cdc__table *table_new(cdc_store_t *st, const char *name)
@@ -202,9 +349,15 @@ static cdc__table *table_new(cdc_store_t *st, const char *name)
 static void table_free(cdc__table *t)
 {
     if (!t) return;
-    for (size_t i = 0; i < t->ncols; i++) free(t->cols[i]);
+    for (size_t i = 0; i < t->ncols; i++) {
+        free(t->cols[i]);
+        free(t->colmeta[i].dflt);
+    }
     for (size_t i = 0; i < t->nkey; i++) free(t->keycols[i]);
     free(t->cols);
+    free(t->colmeta);
+    free(t->live);
+    free(t->livenames);
     free(t->colhash);
     free(t->keycols);
     free(t->epochs);
@@ -761,7 +914,7 @@ int cdc__row_columns(const cdc__table *t, const char *row, size_t row_len, const
     uint64_t n, idx, tag;
     for (size_t i = 0; i < ncap; i++) {
         vals[i] = NULL;
-        lens[i] = 0;
+        lens[i] = CDC__ABSENT;
     }
     if (row_len == 0) return 0;
     if (cdc__get_varint(&p, end, &n)) return CDC_ECORRUPT;
@@ -769,8 +922,8 @@ int cdc__row_columns(const cdc__table *t, const char *row, size_t row_len, const
         if (cdc__get_varint(&p, end, &idx) || cdc__get_varint(&p, end, &tag)) return CDC_ECORRUPT;
         size_t vl = tag >= CDC__V_TEXT ? (size_t)(tag - CDC__V_TEXT) : 0;
         if ((size_t)(end - p) < vl) return CDC_ECORRUPT;
-        if (idx < ncap && idx < t->ncols && tag >= CDC__V_TEXT) {
-            vals[idx] = p;
+        if (idx < ncap && idx < t->ncols) {
+            vals[idx] = tag >= CDC__V_TEXT ? p : NULL;
             lens[idx] = vl;
         }
         p += vl;
@@ -793,7 +946,24 @@ static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v
     if (cdc__key_to_json(k, kl, (const char *const *)t->keycols, t->nkey, keyjson)) return CDC_ECORRUPT;
     cdc__buf_putc(keyjson, 0);
     if (cdc__row_columns(t, val.row, val.row_len, vals, lens, t->ncols)) return CDC_ECORRUPT;
+    /* The columns the source has now, in order (compacted in place: live
+     * indexes only grow); a column the row does not hold reads as its
+     * default, or as NULL and unknown (see "Column history"). */
+    cdc__table_live((cdc__table *)t);
+    uint32_t unknown = 0;
+    for (size_t j = 0; j < t->nlive; j++) {
+        size_t i = t->live[j];
+        const cdc__colmeta *m = &t->colmeta[i];
+        vals[j] = vals[i];
+        lens[j] = lens[i];
+        if (lens[j] == CDC__ABSENT) {
+            vals[j] = m->dflt_known ? m->dflt : NULL;
+            lens[j] = vals[j] ? strlen(vals[j]) : 0;
+            unknown += !m->dflt_known;
+        }
+    }
     memset(row, 0, sizeof *row);
+    row->unknown = unknown;
     row->key = k;
     row->key_len = kl;
     row->key_json = keyjson->p;
@@ -803,8 +973,8 @@ static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v
     row->kind = val.ver.kind;
     row->lsn = val.ver.lsn;
     row->ts_ms = val.ts_ms;
-    row->ncols = t->ncols;
-    row->names = (const char *const *)t->cols;
+    row->ncols = t->nlive;
+    row->names = (const char *const *)t->livenames;
     row->values = (const char *const *)vals;
     row->lens = lens;
     return 0;
@@ -816,8 +986,9 @@ int cdc_store_columns(cdc_store_t *st, const char *table, const char *const **na
     cdc__table *t = NULL;
     int rc = cdc__table_get(st, table, 0, &t, err);
     if (rc) return rc;
-    *names = (const char *const *)t->cols;
-    *n = t->ncols;
+    cdc__table_live(t);
+    *names = (const char *const *)t->livenames;
+    *n = t->nlive;
     return 0;
 }
 

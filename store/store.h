@@ -27,11 +27,29 @@ _Static_assert((0 CDC_STATS_MAP(CDC__STATS_SUM)) == CDC__NSTATS * (CDC__NSTATS -
                "counter slots must be dense");
 #undef CDC__STATS_SUM
 
+/* What the replica knows of one column's life at the source (see
+ * cdc__table_note_columns in store/store.c): the source's current column
+ * set is the one its newest change carried. */
+typedef struct cdc__colmeta {
+    cdc__version seen;      /* the newest applied change that carried the column */
+    cdc__version gone;      /* the newest applied change that did not: dropped when newer than seen */
+    unsigned char has_seen, has_gone;
+    unsigned char dflt_known; /* dflt is the source's default (from a schema) */
+    char *dflt;             /* the default in text form; NULL: SQL NULL (or unknown) */
+} cdc__colmeta;
+
 typedef struct cdc__table {
     char *name;                          /* "schema.table"; "" = records of no known table */
     rocksdb_column_family_handle_t *cf;  /* NULL for "" */
     char **cols;                         /* column names, append-only */
     size_t ncols, capcols;
+    cdc__colmeta *colmeta;               /* per column, capcols of them */
+    cdc__version allseen;                /* the newest applied change that carried every column */
+    int has_allseen;
+    size_t *live;                        /* indexes of the columns the source has now, in order */
+    char **livenames;                    /* their names (borrowed from cols) */
+    size_t nlive;
+    int live_dirty;                      /* live must be rebuilt (cdc__table_live) */
     uint32_t *colhash;                   /* open addressing over cols: index + 1, 0 empty */
     size_t colhcap;                      /* slots, a power of two above 2 x ncols */
     char **keycols;
@@ -108,6 +126,14 @@ int cdc__table_get(cdc_store_t *st, const char *name, int create, cdc__table **o
                    cdc_error_t *err);
 /* Index of column name in t (appending it when new, marking meta dirty). */
 size_t cdc__table_col(cdc__table *t, const char *name, size_t len);
+/* Records an applied upsert's column set at version ver: present[i] != 0
+ * when the change carried column i (t->ncols entries), and the defaults its
+ * schema gave (an event row, may be empty).  CDC_ECORRUPT when defaults do
+ * not decode. */
+int cdc__table_note_columns(cdc__table *t, const cdc__version *ver, const unsigned char *present,
+                            const cdc__buf *defaults);
+/* The columns the source has now (t->live, t->nlive), rebuilt when needed. */
+void cdc__table_live(cdc__table *t);
 /* Adds the table's metadata and counters to wb when dirty. */
 void cdc__table_flush(cdc_store_t *st, cdc__table *t, rocksdb_writebatch_t *wb);
 
@@ -141,9 +167,10 @@ static inline int cdc__absent_version(const cdc__table *t, cdc__version *v)
     return set;
 }
 
-/* Turns a stored row into parallel arrays of the table's columns (values in
- * column order; missing columns NULL).  Arrays are grown in st's get buffers
- * or the given ones. */
+/* Turns a stored row into parallel arrays of the table's columns, by stored
+ * column index: a value, or NULL with length 0 for SQL NULL, or NULL with
+ * length CDC__ABSENT for a column the row does not hold. */
+#define CDC__ABSENT ((size_t)-1)
 int cdc__row_columns(const cdc__table *t, const char *row, size_t row_len, const char **vals,
                      size_t *lens, size_t ncap);
 
