@@ -46,9 +46,10 @@
  *    as their exact decimal digits (past 2^53 from the JSON text), floats
  *    in PostgreSQL's float8 text (the shortest decimal that reads back to
  *    the same double, 1e+15 / 1.5e-05 in exponent form as PostgreSQL prints
- *    them), other objects and arrays as compact JSON.  A delete's before
- *    image column that does not decode is kept as unavailable: a delete
- *    needs only its key.
+ *    them, -0 too; a float32 of a schema in float4's text, see put_real),
+ *    arrays in PostgreSQL's array text ({1,NULL,3}, {"a b",c}), other
+ *    objects as compact JSON.  A delete's before image column that does not
+ *    decode is kept as unavailable: a delete needs only its key.
  *  - Decimals.  Debezium's default "precise" NUMERIC is the base64 of the
  *    big-endian two's complement unscaled integer; the scale is in the
  *    schema (schemas.enable=true) or must be declared per column by the
@@ -73,6 +74,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cjson/cJSON.h>
 
@@ -440,8 +442,14 @@ static int exact_int64(const dctx *c, const cJSON *v, int64_t *out)
 
 /* PostgreSQL's float8 output: the shortest decimal that reads back to the
  * same double, in exponent form (1e+15, 1.5e-05) when the exponent is below
- * -4 or at least 15, else in positional form. */
-static void put_double(cdc__buf *b, double d)
+ * -4 or at least 15, else in positional form.  With float4 set, float4's
+ * output: the shortest decimal that reads back to the same float (d rounded
+ * to float first), in exponent form from an exponent of 6 (1e+06).  A
+ * float4 needs it because Java's Float.toString (JDK 17) is not always the
+ * shortest: Debezium sends 1e15::float4 as 9.9999999E14 and 1e-45 as
+ * 1.4E-45, decimals that read back to the same float, not to the same
+ * double. */
+static void put_real(cdc__buf *b, double d, int float4)
 {
     char s[40], digits[24];
     if (isnan(d)) {
@@ -456,9 +464,22 @@ static void put_double(cdc__buf *b, double d)
         cdc__buf_puts(b, signbit(d) ? "-0" : "0");
         return;
     }
-    for (int p = 1; p <= 17; p++) {
-        snprintf(s, sizeof s, "%.*e", p - 1, d);
-        if (strtod(s, NULL) == d) break;
+    if (float4) {
+        float f = (float)d;
+        if (isinf(f)) { /* beyond float4: no such value came from PostgreSQL */
+            float4 = 0;
+        } else {
+            for (int p = 1; p <= 9; p++) {
+                snprintf(s, sizeof s, "%.*e", p - 1, (double)f);
+                if (strtof(s, NULL) == f) break;
+            }
+        }
+    }
+    if (!float4) {
+        for (int p = 1; p <= 17; p++) {
+            snprintf(s, sizeof s, "%.*e", p - 1, d);
+            if (strtod(s, NULL) == d) break;
+        }
     }
     /* s: [-]d[.ddd]e(+|-)xx */
     const char *q = s;
@@ -469,7 +490,7 @@ static void put_double(cdc__buf *b, double d)
     while (nd > 1 && digits[nd - 1] == '0') nd--;
     int exp = atoi(q + 1);
     if (neg) cdc__buf_putc(b, '-');
-    if (exp < -4 || exp >= 15) {
+    if (exp < -4 || exp >= (float4 ? 6 : 15)) {
         cdc__buf_putc(b, digits[0]);
         if (nd > 1) {
             cdc__buf_putc(b, '.');
@@ -488,6 +509,8 @@ static void put_double(cdc__buf *b, double d)
         }
     }
 }
+
+static void put_double(cdc__buf *b, double d) { put_real(b, d, 0); }
 
 static int b64_value(unsigned char ch)
 {
@@ -707,9 +730,15 @@ static int put_int(const dctx *c, const char *col, const cJSON *v, int bigint, c
 }
 
 /* An integral number without a schema: an integer when written as one,
- * else a float (1.0E15, 1e20) in PostgreSQL's float8 text. */
+ * else a float (1.0E15, 1e20) in PostgreSQL's float8 text.  A negative zero
+ * can only be a float's (Debezium sends -0::float8 as -0.0): "-0", as
+ * PostgreSQL prints it. */
 static int put_integral(const dctx *c, const char *col, const cJSON *v, cdc__buf *out)
 {
+    if (v->valuedouble == 0 && signbit(v->valuedouble)) {
+        put_double(out, v->valuedouble);
+        return 0;
+    }
     size_t n;
     const char *t = fabs(v->valuedouble) >= 1e15 ? num_text(c, v, &n) : NULL;
     if (t && !int_syntax(t, n)) {
@@ -763,6 +792,81 @@ static int put_bytea(const dctx *c, const char *col, const cJSON *v, cdc__buf *o
     return 0;
 }
 
+/* An array element in PostgreSQL's array output: double-quoted (with " and
+ * \ escaped) when empty, when it reads as NULL, or when it holds a brace, a
+ * quote, a backslash, the delimiter or white space; as it is otherwise
+ * (array_out in PostgreSQL's arrayfuncs.c). */
+static void put_array_item(cdc__buf *out, const char *s, size_t n)
+{
+    int quote = n == 0 || (n == 4 && !strncasecmp(s, "NULL", 4));
+    for (size_t i = 0; i < n && !quote; i++)
+        quote = s[i] && strchr("{}\",\\ \t\n\r\v\f", s[i]) != NULL;
+    if (!quote) {
+        cdc__buf_put(out, s, n);
+        return;
+    }
+    cdc__buf_putc(out, '"');
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"' || s[i] == '\\') cdc__buf_putc(out, '\\');
+        cdc__buf_putc(out, s[i]);
+    }
+    cdc__buf_putc(out, '"');
+}
+
+/* A JSON array (Debezium's ARRAY, for int[], text[], ...) in PostgreSQL's
+ * array text, {1,NULL,3} or {"a b",c}: null elements as NULL, nested arrays
+ * as nested braces (more dimensions), every other element as its own text
+ * form (numbers and booleans as put_untyped writes them, objects as compact
+ * JSON), quoted where PostgreSQL quotes it.  Elements are written without
+ * the column's declared type, which describes the column, not its items. */
+static int put_array(const dctx *c, const char *col, const cJSON *v, cdc__buf *out)
+{
+    char sn[80];
+    const cJSON *e;
+    cdc__buf item = {0};
+    int rc = 0;
+    cdc__buf_putc(out, '{');
+    cJSON_ArrayForEach(e, v)
+    {
+        if (e != v->child) cdc__buf_putc(out, ',');
+        if (cJSON_IsNull(e)) {
+            cdc__buf_puts(out, "NULL");
+            continue;
+        }
+        if (cJSON_IsArray(e)) {
+            if ((rc = put_array(c, col, e, out))) break;
+            continue;
+        }
+        item.len = 0;
+        if (cJSON_IsString(e)) {
+            cdc__buf_puts(&item, e->valuestring);
+        } else if (cJSON_IsNumber(e)) {
+            if (!isfinite(e->valuedouble)) {
+                rc = fail(c, col, "array element %s out of range", snippet(e, sn, sizeof sn));
+                break;
+            }
+            if (num_integral(e)) {
+                if ((rc = put_integral(c, col, e, &item))) break;
+            } else {
+                put_double(&item, e->valuedouble);
+            }
+        } else if (cJSON_IsBool(e)) {
+            cdc__buf_putc(&item, cJSON_IsTrue(e) ? 't' : 'f');
+        } else if (is_varscale(e)) {
+            if ((rc = put_varscale(c, col, e, &item))) break;
+        } else {
+            char *s = cJSON_PrintUnformatted(e);
+            cdc__buf_puts(&item, s);
+            free(s);
+        }
+        put_array_item(out, item.p ? item.p : "", item.len);
+    }
+    cdc__buf_free(&item);
+    if (rc) return rc;
+    cdc__buf_putc(out, '}');
+    return 0;
+}
+
 static int put_untyped(const dctx *c, const char *col, const cJSON *v, cdc__buf *out)
 {
     char sn[80];
@@ -810,7 +914,8 @@ static int put_untyped(const dctx *c, const char *col, const cJSON *v, cdc__buf 
         return 0;
     }
     if (is_varscale(v)) return put_varscale(c, col, v, out);
-    if (cJSON_IsObject(v) || cJSON_IsArray(v)) {
+    if (cJSON_IsArray(v)) return put_array(c, col, v, out);
+    if (cJSON_IsObject(v)) {
         char *s = cJSON_PrintUnformatted(v);
         cdc__buf_puts(out, s);
         free(s);
@@ -831,9 +936,11 @@ static int time_int(const dctx *c, const char *col, const cJSON *v, const char *
     if (!cJSON_IsNumber(v) || !num_integral(v))
         return fail(c, col, "wrong type: the schema says %s, the value is %s %s", what, json_kind(v),
                     snippet(v, sn, sizeof sn));
-    if (!num_exact_int(v))
-        return fail(c, col, "integer value exceeds 2^53 and cannot be decoded exactly");
-    *out = (int64_t)v->valuedouble;
+    /* Past 2^53 from the number's digits: MicroTimestamps of years before
+     * 1685 or after 2254 (0001-01-01 is -62135596800000000) are that large. */
+    if (exact_int64(c, v, out))
+        return fail(c, col, "wrong type: the schema says %s, %s is out of range for int64", what,
+                    snippet(v, sn, sizeof sn));
     return 0;
 }
 
@@ -872,6 +979,8 @@ static int put_typed(const dctx *c, const char *col, const cJSON *v, const cJSON
     }
     if (name_is(name, "io.debezium.time.Date", "org.apache.kafka.connect.data.Date")) {
         if (time_int(c, col, v, "Date (days)", &n)) return CDC_EDECODE;
+        if (n < -(1LL << 40) || n > (1LL << 40)) /* PostgreSQL's dates end at about 2^31 days */
+            return fail(c, col, "wrong type: Date %lld out of range", (long long)n);
         if (put_date(out, n)) cdc__buf_puts(out, " BC");
         return 0;
     }
@@ -882,6 +991,8 @@ static int put_typed(const dctx *c, const char *col, const cJSON *v, const cJSON
     }
     if (name_is(name, "io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp")) {
         if (time_int(c, col, v, "Timestamp (ms)", &n)) return CDC_EDECODE;
+        if (n < INT64_MIN / 1000 || n > INT64_MAX / 1000)
+            return fail(c, col, "wrong type: Timestamp %lld ms out of range", (long long)n);
         put_timestamp(out, n * 1000);
         return 0;
     }
@@ -928,7 +1039,7 @@ static int put_typed(const dctx *c, const char *col, const cJSON *v, const cJSON
         if (!cJSON_IsNumber(v))
             return fail(c, col, "wrong type: the schema says %s, the value is %s %s", type, json_kind(v),
                         snippet(v, sn, sizeof sn));
-        put_double(out, v->valuedouble);
+        put_real(out, v->valuedouble, !strcmp(type, "float32") || !strcmp(type, "float"));
         return 0;
     }
     if (!strcmp(type, "boolean")) {
