@@ -121,7 +121,10 @@ e2e_stack_up() {
 app_psql() { psql -X -q -v ON_ERROR_STOP=1 -tA "$@"; }
 su_psql() { psql -X -q -v ON_ERROR_STOP=1 -tA -U "$STACK_PG_SUPERUSER" "$@"; }
 
-# topics PREFIX: the four topics of a connector with that topic.prefix.
+# topics PREFIX: the topics of a connector with that topic.prefix, one per
+# table of E2E_TABLES (the four; scenario 9 narrows it to its one table with
+# a local E2E_TABLES, which create_topics, start_ingest, wait_drained and
+# reconcile_all then see).
 topics() {
     local t
     for t in "${E2E_TABLES[@]}"; do printf '%s.public.%s\n' "$1" "$t"; done
