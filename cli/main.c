@@ -614,13 +614,52 @@ static int cmd_tables(int argc, char **argv)
     size_t n;
     cdc_error_t e = {0};
     cdc_store_tables(st, &t, &n, &e);
-    /* One name a line, escaped: a name is the records' text. */
+    /* One name a line, escaped: a name is the records' text; a stopped
+     * table is followed by a tab and why. */
     for (size_t i = 0; i < n; i++) {
+        const char *why = NULL;
         cli_write_escaped(stdout, t[i], strlen(t[i]));
+        if (cdc_store_table_stopped(st, t[i], &why, NULL) == 0 && why) {
+            fputs("\tstopped: ", stdout);
+            cli_write_escaped(stdout, why, strlen(why));
+        }
         putchar('\n');
     }
     cdc_strings_free(t, n);
     cdc_store_close(st);
+    return EXIT_OK;
+}
+
+/* ---- resume ---- */
+
+static int cmd_resume(int argc, char **argv)
+{
+    const char *db = NULL, *table = NULL;
+    static struct option lo[] = {{"db", 1, 0, 'd'}, {"table", 1, 0, 't'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    const char *usage = "usage: cdcstore resume --db DIR --table SCHEMA.TABLE\n"
+                        "Applies a stopped table's events again (`cdcstore tables` shows why a table\n"
+                        "stopped: a column's type changed in a way that can change values the replica\n"
+                        "will not see again).  Re-read the table from the source as well (a snapshot,\n"
+                        "or an incremental snapshot after resuming).\n";
+    int c;
+    while ((c = getopt_long(argc, argv, "d:t:h", lo, NULL)) != -1) {
+        if (c == 'd') db = optarg;
+        else if (c == 't') table = optarg;
+        else if (c == 'h') { fputs(usage, stdout); return EXIT_OK; }
+        else { fputs(usage, stderr); return EXIT_USAGE; }
+    }
+    if (!db || !table) { fputs(usage, stderr); return EXIT_USAGE; }
+    cdc_store_t *st;
+    int r = cli_open(db, 1, 0, &st);
+    if (r) return r;
+    cdc_error_t e = {0};
+    const char *why = NULL;
+    int rc = cdc_store_table_stopped(st, table, &why, &e);
+    int was = !rc && why;
+    if (!rc) rc = cdc_store_resume_table(st, table, &e);
+    cdc_store_close(st);
+    if (rc) return cli_fail(&e, rc);
+    fprintf(stderr, "cdcstore resume: %s %s\n", table, was ? "resumed" : "was not stopped");
     return EXIT_OK;
 }
 
@@ -639,7 +678,8 @@ static const char *main_usage =
     "  stats      counters: events read, applied, stale, duplicates, tombstones, ...\n"
     "  dlq list   list dead letters (bad records with their reason and position)\n"
     "  gc         remove tombstones below a replay horizon (an LSN)\n"
-    "  tables     list the replica's tables\n"
+    "  tables     list the replica's tables (and why one is stopped)\n"
+    "  resume     apply a stopped table's events again\n"
     "  version    print the version\n\n"
     "`cdcstore COMMAND --help` describes a command.\n";
 
@@ -667,6 +707,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "dlq")) return cmd_dlq(sub_argc, sub_argv);
     if (!strcmp(cmd, "tables")) return cmd_tables(sub_argc, sub_argv);
     if (!strcmp(cmd, "gc")) return cmd_gc(sub_argc, sub_argv);
+    if (!strcmp(cmd, "resume")) return cmd_resume(sub_argc, sub_argv);
     if (!strcmp(cmd, "ingest")) return cmd_ingest(sub_argc, sub_argv);
     if (!strcmp(cmd, "hash")) return cmd_hash(sub_argc, sub_argv);
     if (!strcmp(cmd, "reconcile")) return cmd_reconcile(sub_argc, sub_argv);

@@ -290,6 +290,22 @@ CDC_API void cdc_iter_close(cdc_iter_t *it);
 CDC_API int cdc_store_columns(cdc_store_t *st, const char *table, const char *const **names,
                               size_t *n, cdc_error_t *err);
 
+/* Why table is stopped, in *reason (borrowed until the next apply or close),
+ * or NULL when it is not.  A table stops when a column's type changes at
+ * the source in a way that can change the values of rows the source
+ * rewrote without change events (NUMERIC to a smaller scale, text to an
+ * integer, a float to another width...); its later events are then
+ * dead-lettered, naming the reason.  Errors: CDC_ENOTFOUND. */
+CDC_API int cdc_store_table_stopped(cdc_store_t *st, const char *table, const char **reason,
+                                    cdc_error_t *err);
+
+/* Applies a stopped table's events again from now on, taking the column
+ * types the next events give.  Its rows are as the replica held them: re-read
+ * the table first (a snapshot, or an incremental snapshot after this call),
+ * and replay the dead-lettered events if they matter.  Errors: CDC_ENOTFOUND,
+ * CDC_EINVAL (opened read-only), CDC_EIO. */
+CDC_API int cdc_store_resume_table(cdc_store_t *st, const char *table, cdc_error_t *err);
+
 /* The tables of the replica.  Ownership: the array and strings are the
  * caller's; free with cdc_strings_free(). */
 CDC_API int cdc_store_tables(cdc_store_t *st, char ***names, size_t *n, cdc_error_t *err);

@@ -1097,6 +1097,60 @@ static const cJSON *field_schema(const cJSON *fields, const char *col, int i)
     return NULL;
 }
 
+/* A field's type for the store's type-change check: "decimal:S" for a
+ * NUMERIC of scale S, "decimal" for an unconstrained one, else the Connect
+ * type, with "/name" for a logical type ("int32/io.debezium.time.Date"). */
+static void type_descriptor(const cJSON *fs, cdc__buf *out)
+{
+    const cJSON *ty = member(fs, "type"), *nm = member(fs, "name");
+    const char *name = cJSON_IsString(nm) ? nm->valuestring : NULL;
+    if (name && !strcmp(name, "org.apache.kafka.connect.data.Decimal")) {
+        const cJSON *sc = member(member(fs, "parameters"), "scale");
+        cdc__buf_printf(out, "decimal:%s", cJSON_IsString(sc) ? sc->valuestring : "?");
+    } else if (name && !strcmp(name, "io.debezium.data.VariableScaleDecimal")) {
+        cdc__buf_puts(out, "decimal");
+    } else {
+        cdc__buf_puts(out, cJSON_IsString(ty) ? ty->valuestring : "?");
+        if (name) cdc__buf_printf(out, "/%s", name);
+    }
+}
+
+/* With a schema, an upsert says each column's type and default: the store
+ * fills rows written before a column appeared with its default (a column
+ * whose schema gives none defaults to NULL), and stops a table whose column
+ * changes type in a way that changes values (store/store.c). */
+static int schema_columns(const dctx *c, cdc__event *ev, const cJSON *fields)
+{
+    const cJSON *f;
+    int n = 0;
+    cJSON_ArrayForEach(f, fields) n += cJSON_IsString(member(f, "field"));
+    cdc__buf_put_varint(&ev->coltypes, (uint64_t)n);
+    cdc__buf_put_varint(&ev->defaults, (uint64_t)n);
+    cdc__buf t = {0};
+    dctx quiet = *c; /* a default that does not decode is unknown, not the event's failure */
+    quiet.err = NULL;
+    cJSON_ArrayForEach(f, fields)
+    {
+        const cJSON *nm = member(f, "field");
+        if (!cJSON_IsString(nm)) continue;
+        const char *col = nm->valuestring;
+        size_t cl = strlen(col);
+        cdc__buf_reset(&t);
+        type_descriptor(f, &t);
+        cdc__evrow_add(&ev->coltypes, col, cl, CDC__V_TEXT, t.p, t.len);
+        const cJSON *d = member(f, "default");
+        if (is_absent(d)) {
+            cdc__evrow_add(&ev->defaults, col, cl, CDC__V_NULL, NULL, 0);
+            continue;
+        }
+        cdc__buf_reset(&t);
+        if (put_typed(&quiet, col, d, f, &t)) cdc__evrow_add(&ev->defaults, col, cl, CDC__V_UNAVAILABLE, NULL, 0);
+        else cdc__evrow_add(&ev->defaults, col, cl, CDC__V_TEXT, t.p ? t.p : "", t.len);
+    }
+    cdc__buf_free(&t);
+    return 0;
+}
+
 /* Appends the event row of obj (an object, or absent/null: no columns) to
  * ev->row.  fields: the schema "fields" of the row struct, or NULL. */
 static int name_cmp(const void *a, const void *b)
@@ -1546,6 +1600,7 @@ static int decode(dctx *c, cJSON *root, cdc__event *ev)
     if (!rc) rc = decode_key(c, ev, kobj, row, opl != 'd');
     if (!rc) rc = row_fields(c, schema, which, &fields);
     if (!rc) rc = decode_row(c, ev, row, fields);
+    if (!rc && fields && opl != 'd') rc = schema_columns(c, ev, fields);
     cJSON_Delete(kroot);
     return rc;
 }

@@ -605,6 +605,19 @@ static void group_add(apply_ctx *a, cdc__table *t, size_t i)
     a->last_in_group[g] = (int)i;
 }
 
+/* Turns event i of table t into a dead letter with reason why (malloc'd,
+ * taken over). */
+static int dead_in_table(apply_ctx *a, cdc__table *t, size_t i, char *why)
+{
+    cdc__event *ev = &a->evs[i];
+    free(ev->reason);
+    ev->action = CDC__ACT_DEAD;
+    ev->reason = why;
+    stat_add(t, CDC__ST_READ, -1); /* take_dead counts it */
+    take_dead(a, i);
+    return 0;
+}
+
 static int take_record(apply_ctx *a, size_t i)
 {
     const cdc_record_t *r = &a->recs[i];
@@ -638,14 +651,25 @@ static int take_record(apply_ctx *a, size_t i)
         for (size_t k = 0; k < t->nkey; k++) cdc__buf_printf(&m, "%s%s", k ? ", " : "", t->keycols[k]);
         cdc__buf_puts(&m, "): was the key changed, or does the record belong to another table?");
         cdc__buf_putc(&m, 0);
-        ev->action = CDC__ACT_DEAD;
-        ev->reason = m.p;
-        stat_add(t, CDC__ST_READ, -1); /* take_dead counts it */
-        take_dead(a, i);
-        return 0;
+        return dead_in_table(a, t, i, m.p);
+    }
+    if (t->stopped) {
+        cdc__buf m = {0};
+        cdc__buf_printf(&m, "table %s is stopped: %s", t->name, t->stopped);
+        cdc__buf_putc(&m, 0);
+        return dead_in_table(a, t, i, m.p);
     }
     pos_note(a, r);
     s->ver = assign_version(a, t, r, ev);
+    if (ev->action == CDC__ACT_UPSERT && ev->coltypes.len) {
+        char *why = cdc__table_check_types(t, &s->ver, &ev->coltypes);
+        if (why) { /* this event and every later one of the table: dead letters */
+            t->stopped = why;
+            t->meta_dirty = 1;
+            cdc__log(a->st, CDC_LOG_ERROR, "apply", "table %s stopped: %s", t->name, why);
+            return dead_in_table(a, t, i, cdc__strdup(why));
+        }
+    }
     raise_floor(a, t, ev, &s->ver);
     if (ev->action != CDC__ACT_FLOOR) group_add(a, t, i);
     return 0;
@@ -1075,6 +1099,7 @@ void cdc__event_free(cdc__event *ev)
     cdc__buf_free(&ev->keycols);
     cdc__buf_free(&ev->row);
     cdc__buf_free(&ev->defaults);
+    cdc__buf_free(&ev->coltypes);
 }
 
 static void events_free(cdc__event *evs, size_t n)

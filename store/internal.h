@@ -208,6 +208,8 @@ typedef struct cdc__event {
     int nunavailable;      /* columns carrying the unchanged-TOAST placeholder */
     cdc__buf defaults;     /* upserts: the defaults the event's schema gives, as an event row
                             * (the column's default in text form, or NULL); empty without one */
+    cdc__buf coltypes;     /* upserts with a schema: each column's type as an event row of
+                            * descriptors ("int32", "decimal:2", "int64/io.debezium.time.Date"...) */
     char *reason;          /* CDC__ACT_DEAD: why, malloc'd */
 } cdc__event;
 

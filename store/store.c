@@ -138,11 +138,19 @@ static void table_meta_encode(const cdc__table *t, cdc__buf *b)
     cdc__buf_put_varint(b, t->ncols);
     for (size_t i = 0; i < t->ncols; i++) {
         const cdc__colmeta *m = &t->colmeta[i];
-        cdc__buf_putc(b, (char)(m->has_seen | m->has_gone << 1 | m->dflt_known << 2 | (m->dflt != NULL) << 3));
+        cdc__buf_putc(b, (char)(m->has_seen | m->has_gone << 1 | m->dflt_known << 2 | (m->dflt != NULL) << 3 |
+                                (m->type != NULL) << 4));
         if (m->has_seen) put_version(b, &m->seen);
         if (m->has_gone) put_version(b, &m->gone);
         if (m->dflt) put_str(b, m->dflt);
+        if (m->type) {
+            put_str(b, m->type);
+            put_version(b, &m->type_ver);
+        }
     }
+    /* then whether the table is stopped, and why */
+    cdc__buf_putc(b, (char)(t->stopped != NULL));
+    if (t->stopped) put_str(b, t->stopped);
 }
 
 static int table_meta_decode(cdc__table *t, const char *p, size_t len)
@@ -193,7 +201,10 @@ static int table_meta_decode(cdc__table *t, const char *p, size_t len)
             if (m->has_seen && get_version(&p, end, &m->seen)) return CDC_ECORRUPT;
             if (m->has_gone && get_version(&p, end, &m->gone)) return CDC_ECORRUPT;
             if ((f & 8) && !(m->dflt = get_str(&p, end))) return CDC_ECORRUPT;
+            if ((f & 16) && (!(m->type = get_str(&p, end)) || get_version(&p, end, &m->type_ver)))
+                return CDC_ECORRUPT;
         }
+        if (p < end && *p++ && !(t->stopped = get_str(&p, end))) return CDC_ECORRUPT;
     }
     t->live_dirty = 1;
     cdc__table_live(t);
@@ -262,10 +273,20 @@ size_t cdc__table_col(cdc__table *t, const char *name, size_t len)
  * every column.  A stored row that lacks a column was written before the
  * column appeared: it reads as the column's default when a schema gave one
  * (ADD COLUMN ... DEFAULT fills old rows at the source), else as NULL,
- * counted as unknown (cdc_row_t.unknown).  Limits: a column dropped and
- * added again under the same name keeps the old values in rows no change
- * touched since; a type change that rewrites the table at the source
- * emits no row events, so such rows keep their old text until changed. */
+ * counted as unknown (cdc_row_t.unknown); with schemas a column's default
+ * is always known (a field without one defaults to NULL).
+ *
+ * Types.  With schemas each upsert also says every column's type.  A type
+ * change makes the source rewrite its rows, and the rewrite emits no
+ * change events: a change that keeps each value (int2 -> int4 -> int8, an
+ * integer into NUMERIC, a larger NUMERIC scale; text and varchar(n) look
+ * alike) is applied, any other stops the table (cdcstore resume), its
+ * later events dead-lettered with the reason, rather than keep rows whose
+ * values the source changed.  Limits: a column dropped and added again
+ * under the same name keeps the old values in rows no change touched
+ * since; without schemas a type change is not seen; a volatile default
+ * (now(), a sequence) cannot be in a schema, so such a column's old rows
+ * read NULL. */
 
 static int col_live(const cdc__table *t, const cdc__colmeta *m)
 {
@@ -313,6 +334,7 @@ int cdc__table_note_columns(cdc__table *t, const cdc__version *ver, const unsign
         cdc__colmeta *m = &t->colmeta[i];
         const char *v = tag >= CDC__V_TEXT ? p : NULL;
         p += vl;
+        if (tag == CDC__V_UNAVAILABLE) continue; /* a default the decoder could not read: unknown */
         if (m->dflt_known && ((!v && !m->dflt) || (v && m->dflt && strlen(m->dflt) == vl && !memcmp(v, m->dflt, vl))))
             continue;
         free(m->dflt);
@@ -321,6 +343,76 @@ int cdc__table_note_columns(cdc__table *t, const cdc__version *ver, const unsign
         t->meta_dirty = 1;
     }
     return 0;
+}
+
+/* Whether a column whose type changes from a to b keeps every stored value
+ * as the source now holds it.  The source rewrites its rows when a type
+ * changes, and that rewrite emits no change events: only changes that keep
+ * each value (loaded back with the new type, it is equal) are applied.
+ * Descriptors: "int16", "int32", "int64", "decimal:S" (NUMERIC(p,S)),
+ * "decimal" (unconstrained NUMERIC), others compared as they are
+ * ("string" for text and varchar(n) alike). */
+static int type_keeps_values(const char *a, const char *b)
+{
+    static const char *const ints[] = {"int16", "int32", "int64"};
+    int ia = -1, ib = -1;
+    for (int i = 0; i < 3; i++) {
+        if (!strcmp(a, ints[i])) ia = i;
+        if (!strcmp(b, ints[i])) ib = i;
+    }
+    int dec_b = !strncmp(b, "decimal", 7) && (b[7] == 0 || b[7] == ':');
+    int dec_a = !strncmp(a, "decimal", 7) && (a[7] == 0 || a[7] == ':');
+    if (ia >= 0 && ib >= ia) return 1;          /* int2 -> int4 -> int8 */
+    if (ia >= 0 && dec_b) return 1;             /* an integer into any NUMERIC */
+    if (dec_a && dec_b) {
+        if (b[7] == 0) return 1;                /* into unconstrained NUMERIC */
+        if (a[7] == 0) return 0;                /* from it into a fixed scale: rounds */
+        return atoi(b + 8) >= atoi(a + 8);     /* a larger scale */
+    }
+    return 0;
+}
+
+char *cdc__table_check_types(cdc__table *t, const cdc__version *ver, const cdc__buf *types)
+{
+    const char *p = types->p, *end = p + types->len;
+    uint64_t n, nl, tag;
+    if (!types->len || cdc__get_varint(&p, end, &n)) return NULL;
+    for (uint64_t d = 0; d < n; d++) {
+        if (cdc__get_varint(&p, end, &nl) || (uint64_t)(end - p) < nl) return NULL;
+        size_t i = cdc__table_col(t, p, nl);
+        p += nl;
+        if (cdc__get_varint(&p, end, &tag)) return NULL;
+        size_t vl = tag >= CDC__V_TEXT ? (size_t)(tag - CDC__V_TEXT) : 0;
+        if ((size_t)(end - p) < vl || !vl) return NULL;
+        char *ty = cdc__strndup(p, vl);
+        p += vl;
+        cdc__colmeta *m = &t->colmeta[i];
+        if (m->type && !strcmp(m->type, ty)) {
+            if (cdc__version_cmp(ver, &m->type_ver) < 0) m->type_ver = *ver;
+            free(ty);
+            continue;
+        }
+        if (m->type && cdc__version_cmp(ver, &m->type_ver) < 0) { /* from before the change */
+            free(ty);
+            continue;
+        }
+        if (m->type && !type_keeps_values(m->type, ty)) {
+            cdc__buf why = {0};
+            cdc__buf_printf(&why,
+                            "column %s changed type from %s to %s, which can change the values the source "
+                            "holds in rows the replica will not see again; re-read the table (a snapshot or "
+                            "an incremental snapshot) and then `cdcstore resume --table %s`",
+                            t->cols[i], m->type, ty, t->name);
+            cdc__buf_putc(&why, 0);
+            free(ty);
+            return why.p;
+        }
+        free(m->type);
+        m->type = ty;
+        m->type_ver = *ver;
+        t->meta_dirty = 1;
+    }
+    return NULL;
 }
 
 void cdc__table_live(cdc__table *t)
@@ -352,7 +444,9 @@ static void table_free(cdc__table *t)
     for (size_t i = 0; i < t->ncols; i++) {
         free(t->cols[i]);
         free(t->colmeta[i].dflt);
+        free(t->colmeta[i].type);
     }
+    free(t->stopped);
     for (size_t i = 0; i < t->nkey; i++) free(t->keycols[i]);
     free(t->cols);
     free(t->colmeta);
@@ -990,6 +1084,42 @@ int cdc_store_columns(cdc_store_t *st, const char *table, const char *const **na
     *names = (const char *const *)t->livenames;
     *n = t->nlive;
     return 0;
+}
+
+int cdc_store_table_stopped(cdc_store_t *st, const char *table, const char **reason, cdc_error_t *err)
+{
+    cdc__table *t = NULL;
+    int rc = cdc__table_get(st, table, 0, &t, err);
+    if (rc) return rc;
+    *reason = t->stopped;
+    return 0;
+}
+
+int cdc_store_resume_table(cdc_store_t *st, const char *table, cdc_error_t *err)
+{
+    cdc__table *t = NULL;
+    if (st->read_only) return cdc__err(err, CDC_EINVAL, "%s: replica opened read-only", st->dir);
+    int rc = cdc__table_get(st, table, 0, &t, err);
+    if (rc) return rc;
+    if (!t->stopped) return 0;
+    free(t->stopped);
+    t->stopped = NULL;
+    for (size_t i = 0; i < t->ncols; i++) {
+        free(t->colmeta[i].type);
+        t->colmeta[i].type = NULL;
+    }
+    t->meta_dirty = 1;
+    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+    cdc__table_flush(st, t, wb);
+    char *e = NULL;
+    rocksdb_write(st->db, st->wo, wb, &e);
+    rocksdb_writebatch_destroy(wb);
+    if (e) {
+        st->broken = 1;
+        rc = cdc__err(err, CDC_EIO, "table %s: write failed: %s", table, e);
+        free(e);
+    }
+    return rc;
 }
 
 int cdc_store_tables(cdc_store_t *st, char ***names, size_t *n, cdc_error_t *err)

@@ -36,6 +36,8 @@ typedef struct cdc__colmeta {
     unsigned char has_seen, has_gone;
     unsigned char dflt_known; /* dflt is the source's default (from a schema) */
     char *dflt;             /* the default in text form; NULL: SQL NULL (or unknown) */
+    char *type;             /* its type as the schemas describe it, NULL before one did */
+    cdc__version type_ver;  /* the change from which on it has that type */
 } cdc__colmeta;
 
 typedef struct cdc__table {
@@ -44,6 +46,7 @@ typedef struct cdc__table {
     char **cols;                         /* column names, append-only */
     size_t ncols, capcols;
     cdc__colmeta *colmeta;               /* per column, capcols of them */
+    char *stopped;                       /* why no event of the table is applied any more, or NULL */
     cdc__version allseen;                /* the newest applied change that carried every column */
     int has_allseen;
     size_t *live;                        /* indexes of the columns the source has now, in order */
@@ -134,6 +137,11 @@ int cdc__table_note_columns(cdc__table *t, const cdc__version *ver, const unsign
                             const cdc__buf *defaults);
 /* The columns the source has now (t->live, t->nlive), rebuilt when needed. */
 void cdc__table_live(cdc__table *t);
+/* Checks the column types an upsert's schema gave (an event row of type
+ * descriptors) at version ver against the types recorded, and records them.
+ * NULL when the change is applicable; else why not (a type changed in a way
+ * that can change stored values), malloc'd. */
+char *cdc__table_check_types(cdc__table *t, const cdc__version *ver, const cdc__buf *types);
 /* Adds the table's metadata and counters to wb when dirty. */
 void cdc__table_flush(cdc_store_t *st, cdc__table *t, rocksdb_writebatch_t *wb);
 

@@ -540,6 +540,107 @@ Test(schema, dropped_column_leaves_the_export_and_comes_back_when_added_again)
     free(dir);
 }
 
+/* An envelope with a schema: fields is the JSON of the after struct's
+ * fields, after the row. */
+static char *env_schema(const char *op, const char *fields, const char *after, unsigned long long lsn,
+                        const char *snapshot)
+{
+    return fmt("{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"fields\":%s,\"optional\":true,"
+               "\"field\":\"after\"}]},\"payload\":{\"before\":null,\"after\":%s,\"source\":{\"ts_ms\":1,"
+               "\"snapshot\":\"%s\",\"schema\":\"public\",\"table\":\"orders\",\"lsn\":%llu},\"op\":\"%s\"}}",
+               fields, after, snapshot, lsn, op);
+}
+
+#define F_ID "{\"type\":\"int32\",\"optional\":false,\"field\":\"order_id\"}"
+#define F_V(t) "{\"type\":\"" t "\",\"optional\":true,\"field\":\"v\"}"
+
+/* ALTER TABLE ADD COLUMN region text DEFAULT 'eu', with schemas: rows not
+ * touched since read the default, as at the source; a column added without
+ * a default reads NULL, known, not unknown. */
+Test(schema, added_column_takes_the_schema_default)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    recs rs = {0};
+    long o = 0;
+    for (int k = 1; k <= 2; k++)
+        recs_add(&rs, T, 0, o++, fmt("{\"order_id\":%d}", k),
+                 env_schema("r", "[" F_ID "," F_V("int32") "]", fmt_static(k, "{\"order_id\":%d,\"v\":%d}"), 100,
+                            k == 2 ? "last" : "true"));
+    recs_add(&rs, T, 0, o++, strdup("{\"order_id\":1}"),
+             env_schema("u",
+                        "[" F_ID "," F_V("int32") ",{\"type\":\"string\",\"optional\":true,\"default\":\"eu\","
+                        "\"field\":\"region\"},{\"type\":\"int64\",\"optional\":true,\"field\":\"extra\"}]",
+                        "{\"order_id\":1,\"v\":5,\"region\":\"us\",\"extra\":7}", 200, "false"));
+    cdc_apply_result_t r = tu_apply(st, rs.r, rs.n);
+    cr_assert_eq(r.dead_letters, 0);
+    char *v = tu_export(st, "public.orders", 0);
+    cr_assert_str_eq(v, "order_id,v,region,extra\n1,5,us,7\n2,2,eu,\n");
+    free(v);
+    cdc_row_t row;
+    cr_assert_eq(cdc_store_get(st, "public.orders", "[2]", &row, NULL), 0);
+    cr_assert_eq(row.unknown, 0, "both defaults are known from the schema");
+    recs_free(&rs);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/* A type change that keeps every value (int4 -> int8, a larger NUMERIC
+ * scale) is applied; one that can change values the source rewrote
+ * without events (int4 -> text here, NUMERIC scale 2 -> 0) stops the table:
+ * that event and every later one of the table are dead letters naming why,
+ * other tables go on, and `resume` applies the table's events again. */
+Test(schema, narrowing_type_change_stops_the_table_until_resumed)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    recs rs = {0};
+    long o = 0;
+    recs_add(&rs, T, 0, o++, strdup("{\"order_id\":1}"),
+             env_schema("r", "[" F_ID "," F_V("int32") "]", "{\"order_id\":1,\"v\":1}", 100, "last"));
+    recs_add(&rs, T, 0, o++, strdup("{\"order_id\":1}"),
+             env_schema("u", "[" F_ID "," F_V("int64") "]", "{\"order_id\":1,\"v\":9007199254740993}", 200, "false"));
+    cdc_apply_result_t r = tu_apply(st, rs.r, rs.n);
+    cr_assert_eq(r.dead_letters, 0, "int4 -> int8 keeps values");
+    const char *why = NULL;
+    cr_assert_eq(cdc_store_table_stopped(st, "public.orders", &why, NULL), 0);
+    cr_assert_null(why);
+    recs more = {0};
+    recs_add(&more, T, 0, o++, strdup("{\"order_id\":2}"),
+             env_schema("c", "[" F_ID "," F_V("string") "]", "{\"order_id\":2,\"v\":\"x\"}", 300, "false"));
+    recs_add(&more, T, 0, o++, strdup("{\"order_id\":3}"),
+             env_schema("c", "[" F_ID "," F_V("string") "]", "{\"order_id\":3,\"v\":\"y\"}", 310, "false"));
+    /* another table is not stopped */
+    recs_add(&more, "shop.public.other", 0, 0, strdup("{\"id\":1}"),
+             env_t("public.other", "c", NULL, "{\"id\":1}", 320, "false"));
+    r = tu_apply(st, more.r, more.n);
+    cr_assert_eq(r.dead_letters, 2);
+    cr_assert_eq(r.applied, 1);
+    cr_assert_eq(cdc_store_table_stopped(st, "public.orders", &why, NULL), 0);
+    cr_assert(why && strstr(why, "column v changed type from int64 to string"), "%s", why ? why : "(null)");
+    /* stopped across a reopen too */
+    cdc_store_close(st);
+    st = tu_open(dir);
+    cr_assert_eq(cdc_store_table_stopped(st, "public.orders", &why, NULL), 0);
+    cr_assert_not_null(why);
+    char *v = tu_export(st, "public.orders", 0);
+    cr_assert_str_eq(v, "order_id,v\n1,9007199254740993\n");
+    free(v);
+    cr_assert_eq(cdc_store_resume_table(st, "public.orders", NULL), 0);
+    r = tu_apply(st, more.r, 2);
+    cr_assert_eq(r.dead_letters, 0);
+    cr_assert_eq(r.applied, 2);
+    v = tu_export(st, "public.orders", 0);
+    cr_assert_str_eq(v, "order_id,v\n1,9007199254740993\n2,x\n3,y\n");
+    free(v);
+    recs_free(&rs);
+    recs_free(&more);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
+
 /* ---- Re-snapshot after the slot was dropped and recreated ---- */
 
 Test(resnapshot, rows_deleted_in_the_gap_disappear_and_replay_changes_nothing)
