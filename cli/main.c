@@ -412,7 +412,9 @@ static int cmd_get(int argc, char **argv)
 
 /* ---- stats ---- */
 
-static void print_stats(const char *name, const cdc_stats_t *s, int json, int first)
+/* One table's counters (st given: also the columns whose value older rows
+ * do not know, added at the source without a schema to say the default). */
+static void print_stats(cdc_store_t *st, const char *name, const cdc_stats_t *s, int json, int first)
 {
 #define STATS_NAME(field, SLOT, slot, what) #field,
 #define STATS_VALUE(field, SLOT, slot, what) s->field,
@@ -421,17 +423,37 @@ static void print_stats(const char *name, const cdc_stats_t *s, int json, int fi
 #undef STATS_NAME
 #undef STATS_VALUE
     size_t n = sizeof v / sizeof v[0];
+    char **cols = NULL;
+    size_t ncols = 0;
+    if (st && cdc_store_unknown_columns(st, name, &cols, &ncols, NULL)) ncols = 0, cols = NULL;
     if (json) {
         fputs(first ? "" : ",", stdout);
         cdc_json_write_string(stdout, name, strlen(name)); /* a table name: the records' text */
         fputs(":{", stdout);
         for (size_t i = 0; i < n; i++) printf("%s\"%s\":%llu", i ? "," : "", names[i], (unsigned long long)v[i]);
+        if (ncols) {
+            fputs(",\"unknown_columns\":[", stdout);
+            for (size_t i = 0; i < ncols; i++) {
+                if (i) putchar(',');
+                cdc_json_write_string(stdout, cols[i], strlen(cols[i]));
+            }
+            putchar(']');
+        }
         printf("}");
     } else {
         cli_write_escaped(stdout, name, strlen(name));
         putchar('\n');
         for (size_t i = 0; i < n; i++) printf("  %-24s %llu\n", names[i], (unsigned long long)v[i]);
+        if (ncols) {
+            fputs("  unknown in rows written before the column appeared (no schema gave its default): ", stdout);
+            for (size_t i = 0; i < ncols; i++) {
+                if (i) fputs(", ", stdout);
+                cli_write_escaped(stdout, cols[i], strlen(cols[i]));
+            }
+            putchar('\n');
+        }
     }
+    if (cols) cdc_strings_free(cols, ncols);
 }
 
 static int cmd_stats(int argc, char **argv)
@@ -463,14 +485,14 @@ static int cmd_stats(int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         if (only && strcmp(only, tables[i])) continue;
         if ((rc = cdc_store_stats(st, tables[i], &s, &e))) break;
-        print_stats(tables[i], &s, json, first);
+        print_stats(st, tables[i], &s, json, first);
         first = 0;
     }
     if (json) printf("}");
     if (!rc && !only) {
         rc = cdc_store_stats(st, NULL, &s, &e);
         if (json) printf(",");
-        if (!rc) print_stats("total", &s, json, 1);
+        if (!rc) print_stats(NULL, "total", &s, json, 1);
     }
     if (json) printf("}\n");
     cdc_strings_free(tables, n);

@@ -235,5 +235,24 @@ int cmd_reconcile(int argc, char **argv)
             (unsigned long long)res.ranges_differing, (unsigned long long)res.rows_fetched,
             (unsigned long long)res.missing, (unsigned long long)res.extra, (unsigned long long)res.different,
             (unsigned long long)res.columns, (unsigned long long)res.transient, res.seconds);
+    if (diffs) { /* differences the replica cannot help: values it does not know */
+        cdc_store_t *st;
+        char **cols;
+        size_t n;
+        cdc_open_options_t oo = {.read_only = 1};
+        if (cdc_store_open(db, &oo, &st, NULL) == 0) {
+            if (cdc_store_unknown_columns(st, table, &cols, &n, NULL) == 0) {
+                for (size_t i = 0; i < n; i++)
+                    cli_printf_escaped(stderr,
+                                       "cdcstore reconcile: note: column %s appeared at the source after rows of "
+                                       "the replica were written, and no schema gave its default: those rows hold "
+                                       "NULL for a value the replica does not know (re-read the table, e.g. an "
+                                       "incremental snapshot, to fill it)\n",
+                                       cols[i]);
+                cdc_strings_free(cols, n);
+            }
+            cdc_store_close(st);
+        }
+    }
     return diffs ? 1 : 0;
 }

@@ -306,6 +306,13 @@ CDC_API int cdc_store_table_stopped(cdc_store_t *st, const char *table, const ch
  * CDC_EINVAL (opened read-only), CDC_EIO. */
 CDC_API int cdc_store_resume_table(cdc_store_t *st, const char *table, cdc_error_t *err);
 
+/* The columns of table that appeared at the source after rows the replica
+ * holds were written, with no schema to give their default: rows written
+ * before read them as NULL, a value the replica does not know
+ * (cdc_row_t.unknown).  Ownership: as cdc_store_tables(). */
+CDC_API int cdc_store_unknown_columns(cdc_store_t *st, const char *table, char ***names, size_t *n,
+                                      cdc_error_t *err);
+
 /* The tables of the replica.  Ownership: the array and strings are the
  * caller's; free with cdc_strings_free(). */
 CDC_API int cdc_store_tables(cdc_store_t *st, char ***names, size_t *n, cdc_error_t *err);

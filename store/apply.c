@@ -931,7 +931,9 @@ static int fold_events(apply_ctx *a, cdc__table *t, size_t m, uint64_t *kept, ui
         if (del) {
             f->flags = CDC__F_DELETED; /* columns: tombstone_key, after the fold */
         } else {
+            size_t n0 = t->ncols;
             if (fold_take_row(f, t, &ev->row, live, kept, unresolved)) return CDC_ECORRUPT;
+            for (size_t c = n0; n0 && c < t->ncols; c++) t->colmeta[c].added_later = 1;
             if (note_columns(a, t, ev, &s->ver)) return CDC_ECORRUPT;
             f->flags = ev->snapshot != CDC__SNAP_NONE ? CDC__F_SNAPSHOT : 0;
         }

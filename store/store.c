@@ -139,7 +139,7 @@ static void table_meta_encode(const cdc__table *t, cdc__buf *b)
     for (size_t i = 0; i < t->ncols; i++) {
         const cdc__colmeta *m = &t->colmeta[i];
         cdc__buf_putc(b, (char)(m->has_seen | m->has_gone << 1 | m->dflt_known << 2 | (m->dflt != NULL) << 3 |
-                                (m->type != NULL) << 4));
+                                (m->type != NULL) << 4 | m->added_later << 5));
         if (m->has_seen) put_version(b, &m->seen);
         if (m->has_gone) put_version(b, &m->gone);
         if (m->dflt) put_str(b, m->dflt);
@@ -198,6 +198,7 @@ static int table_meta_decode(cdc__table *t, const char *p, size_t len)
             m->has_seen = f & 1;
             m->has_gone = (f >> 1) & 1;
             m->dflt_known = (f >> 2) & 1;
+            m->added_later = (f >> 5) & 1;
             if (m->has_seen && get_version(&p, end, &m->seen)) return CDC_ECORRUPT;
             if (m->has_gone && get_version(&p, end, &m->gone)) return CDC_ECORRUPT;
             if ((f & 8) && !(m->dflt = get_str(&p, end))) return CDC_ECORRUPT;
@@ -1120,6 +1121,21 @@ int cdc_store_resume_table(cdc_store_t *st, const char *table, cdc_error_t *err)
         free(e);
     }
     return rc;
+}
+
+int cdc_store_unknown_columns(cdc_store_t *st, const char *table, char ***names, size_t *n, cdc_error_t *err)
+{
+    cdc__table *t = NULL;
+    int rc = cdc__table_get(st, table, 0, &t, err);
+    if (rc) return rc;
+    cdc__table_live(t);
+    *names = cdc__calloc(t->nlive + 1, sizeof **names);
+    *n = 0;
+    for (size_t j = 0; j < t->nlive; j++) {
+        const cdc__colmeta *m = &t->colmeta[t->live[j]];
+        if (m->added_later && !m->dflt_known) (*names)[(*n)++] = cdc__strdup(t->livenames[j]);
+    }
+    return 0;
 }
 
 int cdc_store_tables(cdc_store_t *st, char ***names, size_t *n, cdc_error_t *err)

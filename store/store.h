@@ -34,6 +34,7 @@ typedef struct cdc__colmeta {
     cdc__version seen;      /* the newest applied change that carried the column */
     cdc__version gone;      /* the newest applied change that did not: dropped when newer than seen */
     unsigned char has_seen, has_gone;
+    unsigned char added_later; /* appeared after the table's first change (ALTER TABLE ADD) */
     unsigned char dflt_known; /* dflt is the source's default (from a schema) */
     char *dflt;             /* the default in text form; NULL: SQL NULL (or unknown) */
     char *type;             /* its type as the schemas describe it, NULL before one did */

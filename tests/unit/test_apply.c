@@ -481,6 +481,12 @@ Test(schema, added_column_reads_as_unknown_for_older_rows_and_follows_late_event
         cr_assert_eq(row.unknown, 1);
         cr_assert_eq(cdc_store_get(st, "public.orders", "[4]", &row, NULL), 0);
         cr_assert_eq(row.unknown, 0, "order 4's region is a real NULL");
+        char **cols;
+        size_t nc;
+        cr_assert_eq(cdc_store_unknown_columns(st, "public.orders", &cols, &nc, NULL), 0);
+        cr_assert_eq(nc, 1);
+        cr_assert_str_eq(cols[0], "region");
+        cdc_strings_free(cols, nc);
         recs_free(&rs);
         cdc_store_close(st);
         tu_rmrf(dir);
@@ -580,6 +586,11 @@ Test(schema, added_column_takes_the_schema_default)
     cdc_row_t row;
     cr_assert_eq(cdc_store_get(st, "public.orders", "[2]", &row, NULL), 0);
     cr_assert_eq(row.unknown, 0, "both defaults are known from the schema");
+    char **cols;
+    size_t nc;
+    cr_assert_eq(cdc_store_unknown_columns(st, "public.orders", &cols, &nc, NULL), 0);
+    cr_assert_eq(nc, 0);
+    cdc_strings_free(cols, nc);
     recs_free(&rs);
     cdc_store_close(st);
     tu_rmrf(dir);
