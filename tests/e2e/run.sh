@@ -37,8 +37,13 @@
 #      int[] and text[], NULLs, a composite key), snapshotted, then inserted,
 #      updated and deleted while streaming: `cdcstore export` as CSV, loaded
 #      with COPY into a table of the same definition, equals the source
-# Scenarios 1-6 run on one connector and one replica, in order; 7, 8 and 9
-# each on a fresh database, connector, topics and replica.
+#  10  schema changes under load (ADD COLUMN with a default, int4 -> int8,
+#      DROP COLUMN, RENAME COLUMN), twice: 10a without schemas, 10b with;
+#      export and reconcile differ from the source exactly in the rows
+#      untouched since (a column of unknown value); in 10b a narrowing
+#      NUMERIC change stops the table (tables, dead letters) until resume
+# Scenarios 1-6 run on one connector and one replica, in order; 7, 8, 9 and
+# 10a/10b each on a fresh database, connector, topics and replica.
 #
 # Output: one `ok`/`FAIL` line per check, `#` lines for progress and figures
 # (the latency p50/p99), then `N passed, M failed`. Exit 0 when all pass.
@@ -49,7 +54,7 @@
 #                      1,000+ row changes/s, a fifth of statements find no row)
 #   E2E_KEYS           order ids of the generator (default 20000)
 #   E2E_LATENCY_SECS   length of the latency window (default 20)
-#   E2E_ONLY           e.g. "1 4 7 8 9": run only these (2-6 need 1 before them)
+#   E2E_ONLY           e.g. "1 4 7 8 9 10": run only these (2-6 need 1 before them)
 #   E2E_WORK           scratch directory (default: a new one in /tmp; kept
 #                      when a check fails)
 #   E2E_SCHEMAS, E2E_DECIMAL_MODE, E2E_ORDERS_IDENTITY, E2E_WORKAROUNDS,
@@ -71,7 +76,7 @@ mkdir -p "$WORK"
 RATE=${E2E_RATE:-1300}
 KEYS=${E2E_KEYS:-20000}
 LAT_SECS=${E2E_LATENCY_SECS:-20}
-ONLY=${E2E_ONLY:-1 2 3 4 5 6 7 8 9}
+ONLY=${E2E_ONLY:-1 2 3 4 5 6 7 8 9 10}
 RUN=$(date +%s)
 P=e2e_$RUN          # topic prefix of scenarios 1-6
 P7=e2e7_$RUN        # topic prefix of scenario 7
@@ -1153,6 +1158,371 @@ scenario9() {
     check "9 reconcile: replica equals source" types_reconcile "$r9"
 }
 
+# ---- 10: schema changes under load -------------------------------------------
+
+# Scenario 10 runs twice, on a fresh database, connector, topics and replica
+# each time: 10a with the JSON converters' schemas.enable=false (the stack's
+# default), 10b with schemas.enable=true; decimal.handling.mode is precise in
+# both (in string mode a NUMERIC's scale is in no schema, and the narrowing
+# of 10b's last step would not be seen).
+# public.inventory: 5,000 rows snapshotted; qty int4 becomes int8, note is
+# dropped, label renamed title, region added with DEFAULT 'eu'. Every insert
+# and update draws seq from public.inventory_seq, so a row's seq says whether
+# it was touched after an ALTER TABLE: each ALTER reads the sequence in its own
+# transaction, which holds the table's lock (no change is running) and commits
+# before any later change can draw a value. public.bystander is a second
+# captured table, whose changes must still apply while public.inventory is
+# stopped (10b).
+inventory_sql() {
+    cat <<'SQL'
+CREATE SEQUENCE public.inventory_seq;
+CREATE TABLE public.inventory (
+    id     int PRIMARY KEY,
+    qty    int4 NOT NULL,
+    amount numeric(10,2),
+    note   text,
+    label  text,
+    seq    bigint NOT NULL DEFAULT nextval('public.inventory_seq')
+);
+ALTER TABLE public.inventory OWNER TO shop_owners;
+CREATE TABLE public.bystander (id int PRIMARY KEY, v int);
+ALTER TABLE public.bystander OWNER TO shop_owners;
+INSERT INTO public.bystander SELECT i, 0 FROM generate_series(1, 10) i;
+INSERT INTO public.inventory (id, qty, amount, note, label)
+SELECT i, i % 1000, round(i / 7.0, 2), 'note ' || i, 'label ' || i FROM generate_series(1, 5000) i;
+-- The load's stop flag (not captured).
+CREATE TABLE public.inventory_ctl (stop boolean NOT NULL);
+INSERT INTO public.inventory_ctl VALUES (false);
+-- The load: each transaction updates three rows (one of them maybe inserted
+-- by the load), inserts one, deletes one, then sleeps 10 ms; it names only
+-- the columns no ALTER TABLE of the scenario drops or renames.
+CREATE PROCEDURE public.inventory_load() LANGUAGE plpgsql AS $$
+DECLARE
+    i int := 0;
+BEGIN
+    LOOP
+        EXIT WHEN (SELECT stop FROM public.inventory_ctl);
+        i := i + 1;
+        UPDATE public.inventory SET qty = qty + 1, amount = amount + 0.01, seq = nextval('public.inventory_seq')
+         WHERE id IN (1 + floor(random() * 5000)::int, 1 + floor(random() * 5000)::int,
+                      100000 + 1 + floor(random() * i)::int);
+        INSERT INTO public.inventory (id, qty, amount) VALUES (100000 + i, i, i / 100.0);
+        DELETE FROM public.inventory WHERE id = 1 + floor(random() * 5000)::int;
+        COMMIT;
+        PERFORM pg_sleep(0.01);
+    END LOOP;
+END $$;
+SQL
+}
+
+# alter_marked NAME SQL [SQL2]: runs one ALTER TABLE and reads the sequence
+# in its transaction; the mark (every row with seq above it was written after
+# the ALTER) goes into INV_MARK[NAME] and is printed. SQL2 runs after, in the
+# same transaction (which holds the table's lock: no deadlock with the load).
+declare -A INV_MARK=()
+alter_marked() {
+    local m
+    m=$(app_psql -c "BEGIN; $2; SELECT last_value FROM public.inventory_seq; ${3:-} COMMIT;") || return 1
+    [[ $m =~ ^[0-9]+$ ]] || {
+        echo "no sequence value read with the ALTER: '$m'"
+        return 1
+    }
+    INV_MARK[$1]=$m
+    echo "rows with seq <= $m untouched since, $(app_psql -c "SELECT count(*) FROM public.inventory WHERE seq <= $m") of $(app_psql -c "SELECT count(*) FROM public.inventory")"
+}
+
+# inv_load_stop PID: sets the stop flag, waits for the load's psql; prints the
+# number of transactions it made (inserts).
+inv_load_stop() {
+    app_psql -c "UPDATE public.inventory_ctl SET stop = true" || return 1
+    wait "$1" || {
+        echo "the load (CALL public.inventory_load()) exited $?: $(reason_of "$WORK/load-10$2.err")"
+        tail_of "$WORK/load-10$2.err"
+        return 1
+    }
+    echo "$(app_psql -c "SELECT count(*) FROM public.inventory WHERE id > 100000") rows inserted, $(app_psql -c "SELECT last_value FROM public.inventory_seq") sequence values drawn"
+}
+
+# inv_header CSV: the export's header is the source's current column list
+# (in the replica's order): no note, no label, title and region present.
+inv_header() {
+    local h want
+    h=$(head -n 1 "$1")
+    want=$(app_psql -c "SELECT string_agg(attname, ',' ORDER BY attname) FROM pg_attribute
+                        WHERE attrelid = 'public.inventory'::regclass AND attnum > 0 AND NOT attisdropped")
+    same "export header's columns (sorted)" "$(tr ',' '\n' <<<"$h" | sort | paste -sd,)" "$want" || return 1
+    echo "header $h"
+}
+
+# inv_no_value NDJSON COL...: no row of the ndjson export has a value for the
+# columns.
+inv_no_value() {
+    local f=$1 c n
+    shift
+    for c in "$@"; do
+        n=$(jq -c --arg c "$c" 'select(has($c))' "$f" | wc -l)
+        same "rows of the ndjson export with a value for $c" "$n" 0 || return 1
+    done
+    echo "$(wc -l <"$f") rows, none with $*"
+}
+
+# inv_load CSV: e2e10.inventory, a copy of public.inventory's current
+# definition, filled by COPY with the columns of the export's header.
+inv_load() {
+    local cols
+    cols=$(head -n 1 "$1")
+    app_psql -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS e2e10 CASCADE; CREATE SCHEMA e2e10;
+                 CREATE TABLE e2e10.inventory (LIKE public.inventory INCLUDING ALL)" &&
+        app_psql -c "\\copy e2e10.inventory ($cols) FROM '$1' (FORMAT csv, HEADER)" &&
+        echo "$(app_psql -c "SELECT count(*) FROM e2e10.inventory") rows loaded"
+}
+
+# inv_compare COLS: EXCEPT ALL both ways between the source and the loaded
+# table over COLS is empty; prints the row count or the first differing rows.
+inv_compare() {
+    app_psql -c "CREATE TEMP TABLE diff AS (SELECT 'source only' AS side, * FROM (SELECT $1 FROM public.inventory EXCEPT ALL SELECT $1 FROM e2e10.inventory) a)
+                     UNION ALL (SELECT 'loaded only', * FROM (SELECT $1 FROM e2e10.inventory EXCEPT ALL SELECT $1 FROM public.inventory) b);
+                 SELECT CASE WHEN count(*) = 0 THEN (SELECT count(*) FROM public.inventory) || ' rows equal over $1'
+                             ELSE count(*) || ' rows differ over $1 (the first 6 below)' END FROM diff;
+                 SELECT z.side || ': ' || (to_jsonb(z) - 'side')::text FROM diff z ORDER BY z.id, z.side LIMIT 6" \
+        >"$WORK/inv-compare.out" 2>&1 || {
+        cat "$WORK/inv-compare.out"
+        return 1
+    }
+    cat "$WORK/inv-compare.out"
+    [[ $(head -n 1 "$WORK/inv-compare.out") == *" rows equal "* ]]
+}
+
+# inv_check_col COL MARK SCHEMAS: the loaded table's COL, row by row against
+# the source's: equal in rows touched after the ALTER (seq > MARK); in rows
+# untouched since, NULL, except region with schemas (the schema's default,
+# 'eu', equal to the source's).
+inv_check_col() {
+    local c=$1 mark=$2 schemas=$3 want_old="l.$1 IS NULL"
+    [[ $c == region && $schemas == true ]] && want_old="l.region IS NOT DISTINCT FROM s.region AND l.region = 'eu'"
+    app_psql -c "SELECT count(*) FILTER (WHERE s.seq > $mark AND l.$c IS DISTINCT FROM s.$c)
+                      + count(*) FILTER (WHERE s.seq <= $mark AND NOT ($want_old)) || ' ' ||
+                        count(*) FILTER (WHERE s.seq > $mark) || ' ' || count(*) FILTER (WHERE s.seq <= $mark) || ' ' ||
+                        count(*) FILTER (WHERE s.seq <= $mark AND s.$c IS NOT NULL)
+                 FROM public.inventory s JOIN e2e10.inventory l USING (id)" >"$WORK/inv-col.out" || {
+        cat "$WORK/inv-col.out"
+        return 1
+    }
+    local bad touched old oldval
+    read -r bad touched old oldval <"$WORK/inv-col.out"
+    if ((bad != 0)); then
+        echo "$c: $bad rows not as expected (touched after the ALTER: equal to the source; untouched: ${want_old/l./}); e.g.:"
+        app_psql -c "SELECT s.id, s.seq, s.$c AS source, l.$c AS loaded FROM public.inventory s JOIN e2e10.inventory l USING (id)
+                     WHERE (s.seq > $mark AND l.$c IS DISTINCT FROM s.$c) OR (s.seq <= $mark AND NOT ($want_old)) ORDER BY s.id LIMIT 5"
+        return 1
+    fi
+    echo "$touched rows touched after the ALTER equal the source; $old untouched since (mark $mark) read $([[ $want_old == *eu* ]] && echo "'eu'" || echo NULL), $oldval of them non-NULL at the source"
+}
+
+# inv_warning ERRFILE SCHEMAS MARK: export's warning about rows with a column
+# of unknown value. Without schemas it counts the rows untouched since the
+# rename (title unknown; those untouched since ADD COLUMN, region unknown too,
+# are among them); with schemas every default is known: no warning.
+inv_warning() {
+    local err=$1 n got
+    n=$(app_psql -c "SELECT count(*) FROM public.inventory WHERE seq <= $3") || return 1
+    got=$(grep -c 'warning' "$err")
+    if [[ $2 == true ]]; then
+        same "export's warnings with schemas" "$got" 0 || { cat "$err"; return 1; }
+        echo "no warning (schemas give every default)"
+        return 0
+    fi
+    local want="cdcstore export: warning: public.inventory: $n rows were written before a column appeared at the source, whose default no schema gave; that column is written as NULL there. Re-read the table (an incremental snapshot) to fill it"
+    got=$(grep 'warning' "$err")
+    # The line's form is checked by inv_warning_line: here its text.
+    same "export's warning" "${got%\\n}" "$want" || return 1
+    echo "warning for $n rows (untouched since the rename)"
+}
+
+# inv_warning_line EXPORT_ERR RECONCILE_ERR: export's warning and
+# reconcile's notes are lines of text, each ending with a newline and not
+# with an escaped one.
+inv_warning_line() {
+    local w bad=0
+    w=$(grep -h 'cdcstore export: warning\|cdcstore reconcile: note' "$1" "$2") || { echo "no warning in $1, no note in $2"; return 1; }
+    while IFS= read -r l; do
+        [[ $l == *'\n' ]] || continue
+        ((bad++ == 0)) && echo "lines that end with the two characters '\\' 'n' (an escaped newline) before their newline:"
+        echo "${l:0:40} ... ${l: -40}"
+    done <<<"$w"
+    ((bad == 0)) || return 1
+    echo "$(wc -l <<<"$w") lines"
+}
+
+# inv_reconcile_notes ERRFILE SCHEMAS: without schemas reconcile notes the
+# columns whose value it does not know in some rows (region, title); with
+# schemas none.
+inv_reconcile_notes() {
+    local got want=''
+    got=$(sed -n 's/^cdcstore reconcile: note: column \([^ ]*\) appeared at the source after rows of the replica were written, and no schema gave its default: those rows hold NULL for a value the replica does not know (re-read the table, e.g. an incremental snapshot, to fill it)\(\\n\)\{0,1\}$/\1/p' "$1" | sort | paste -sd,)
+    [[ $2 == false ]] && want=region,title
+    same "columns reconcile notes as of unknown value" "${got:-(none)}" "${want:-(none)}" || { grep note "$1" | head -n 3 | cut -c1-300; return 1; }
+    echo "${got:-no note}"
+}
+
+# inv_reconcile DB SCHEMAS: cdcstore reconcile of public.inventory; the only
+# differences accepted are the expected ones, row by row and column by
+# column: title NULL in rows untouched since the rename whose source value
+# is not NULL, and without schemas region NULL in rows untouched since the
+# ADD COLUMN.
+inv_reconcile() {
+    local db=$1 schemas=$2 out=$WORK/reconcile-10$3 rc region_sql='NULL'
+    "$CDC" reconcile --db "$db" --table public.inventory --source "$SRC" >"$out.out" 2>"$out.err"
+    rc=$?
+    if ((rc != 0 && rc != 1)); then
+        echo "public.inventory: reconcile exited $rc: $(reason_of "$out.err")"
+        tail_of "$out.err"
+        return 1
+    fi
+    jq -R -r 'split("\t") | (.[1] | (fromjson? // .) | if type == "array" then .[0] elif type == "object" then .id else . end) as $k
+        | if .[0] != "different" then "\($k)\t\(.[0])"
+          else (.[2] | fromjson) as $a | (.[3] | fromjson) as $b
+          | "\($k)\t\([($a + $b) | keys[] | select($a[.] != $b[.])] | join(","))" end' "$out.out" | sort >"$out.got" ||
+        { echo "reconcile's output unreadable: $(head -n 1 "$out.out" | cut -c1-300)"; return 1; }
+    [[ $schemas == false ]] && region_sql="CASE WHEN seq <= ${INV_MARK[add]} THEN 'region' END"
+    app_psql -c "SELECT id || E'\t' || concat_ws(',', $region_sql,
+                        CASE WHEN seq <= ${INV_MARK[rename]} AND title IS NOT NULL THEN 'title' END)
+                 FROM public.inventory
+                 WHERE ($region_sql) IS NOT NULL OR (seq <= ${INV_MARK[rename]} AND title IS NOT NULL)" | sort >"$out.want" || return 1
+    if ! diff "$out.want" "$out.got" >"$out.diff"; then
+        echo "reconcile (exit $rc): $(grep -c '^>' "$out.diff") differences not expected, $(grep -c '^<' "$out.diff") expected and not found (< expected, > found: key, columns)"
+        head -n 8 "$out.diff"
+        return 1
+    fi
+    echo "reconcile exit $rc: exactly the expected differences: $(cut -f2 "$out.got" | sort | uniq -c | awk '{ printf "%s%s rows %s", (NR > 1 ? ", " : ""), $1, $2 }')"
+}
+
+# inv_stopped DB: `cdcstore tables` shows public.inventory stopped, the
+# reason naming amount and both types; public.bystander not stopped.
+inv_stopped() {
+    local out
+    out=$("$CDC" tables --db "$1") || { echo "cdcstore tables exited $?"; return 1; }
+    local line
+    line=$(grep -P '^public\.inventory\t' <<<"$out")
+    [[ $line == *"stopped: "*"column amount changed type from decimal:2 to decimal:0"* ]] || {
+        echo "public.inventory not shown stopped for amount decimal:2 -> decimal:0: ${line:-no line}"
+        echo "$out"
+        return 1
+    }
+    grep -q -P '^public\.bystander$' <<<"$out" || {
+        echo "public.bystander missing or stopped: $out"
+        return 1
+    }
+    echo "${line:0:200}"
+}
+
+# inv_dlq DB TOPIC N: the dead letters are the table's N events after the
+# narrowing: the first names the change, the others say the table is
+# stopped (each reason after the record's position, TOPIC[P]@OFFSET: ); none
+# of another topic.
+inv_dlq() {
+    "$CDC" dlq list --db "$1" --json >"$WORK/dlq-10.json" || { echo "cdcstore dlq list exited $?"; return 1; }
+    jq -r --arg t "$2" 'if .topic != $t then "other topic \(.topic)"
+        elif (.reason | test("^\\Q\($t)\\E\\[\\d+\\]@\\d+: table public\\.inventory is stopped: column amount changed type from decimal:2 to decimal:0")) then "stopped"
+        elif (.reason | test("^\\Q\($t)\\E\\[\\d+\\]@\\d+: column amount changed type from decimal:2 to decimal:0")) then "change"
+        else "other reason: \(.reason)" end' "$WORK/dlq-10.json" | sort | uniq -c | awk '{ $1 = $1; print }' >"$WORK/dlq-10.sum"
+    same "dead letters" "$(paste -sd';' "$WORK/dlq-10.sum")" "1 change;$(($3 - 1)) stopped" || return 1
+    echo "$(paste -sd';' "$WORK/dlq-10.sum")"
+}
+
+# scenario10_run a|b SCHEMAS
+scenario10_run() {
+    local v=$1 E2E_SCHEMAS=$2 E2E_DECIMAL_MODE=precise
+    local -a E2E_TABLES=(inventory bystander) E2E_DECIMALS=()
+    local p=e2e10${v}_$RUN g=e2e10$v-$RUN r=$WORK/replica-10$v ing load n csv=$WORK/inventory-10$v.csv
+    local s="10$v" all='id, qty, amount, seq, region, title' cols
+    INV_MARK=()
+    # Without schemas the scale of amount is in no message.
+    [[ $E2E_SCHEMAS == false ]] && E2E_DECIMALS=(--decimal public.inventory.amount=2)
+    e2e_log "scenario $s: schema changes under load, schemas.enable=$E2E_SCHEMAS"
+    check "$s setup: source reset, public.inventory (5000 rows) and public.bystander, topics created" \
+        eval 'reset_source && app_psql -c "$(inventory_sql)" && create_topics 1 "$p"' || return 1
+    start_ingest ing "$r" "$g" "$WORK/ingest-10$v.log" "" "$p"
+    check "$s connector registered (schemas.enable=$E2E_SCHEMAS), snapshot done, streaming" eval '
+        E2E_CONNECTOR_OPTS="${E2E_CONNECTOR_OPTS:-} table.include.list=public.inventory,public.bystander" \
+            register_connector "e2e10$v" "$p" && wait_streaming "e2e10$v" 120' || return 1
+    app_psql -c "CALL public.inventory_load()" >"$WORK/load-10$v.out" 2>"$WORK/load-10$v.err" &
+    load=$!
+    E2E_PIDS+=("$load")
+    sleep 2
+    check "$s (1) ADD COLUMN region text DEFAULT 'eu' under load, then region 'us' in rows id % 97 = 0" \
+        alter_marked add "ALTER TABLE public.inventory ADD COLUMN region text DEFAULT 'eu'" \
+        "UPDATE public.inventory SET region = 'us', seq = nextval('public.inventory_seq') WHERE id % 97 = 0;"
+    sleep 2
+    check "$s (2) ALTER COLUMN qty TYPE bigint under load" \
+        alter_marked qty "ALTER TABLE public.inventory ALTER COLUMN qty TYPE bigint"
+    sleep 2
+    check "$s (3) DROP COLUMN note under load" alter_marked drop "ALTER TABLE public.inventory DROP COLUMN note"
+    sleep 2
+    check "$s (4) RENAME COLUMN label TO title under load" \
+        alter_marked rename "ALTER TABLE public.inventory RENAME COLUMN label TO title"
+    sleep 2
+    check "$s load stopped" inv_load_stop "$load" "$v"
+    check "$s drained" wait_drained "e2e10${v}_slot" "$g" "$p"
+    check "$s ingest stopped by SIGTERM (exit 0)" stop_ingest "$ing"
+    check "$s no dead letters" eval 'same "dead letters" "$(stat_of "$r" total dead_letters)" 0'
+    check "$s export as CSV" eval '"$CDC" export --db "$r" --table public.inventory --output "$csv" 2>"$csv.err" || { echo "exit $?: $(cat "$csv.err")"; false; }'
+    check "$s export as ndjson" eval '"$CDC" export --db "$r" --table public.inventory --format ndjson --output "$csv.ndjson" 2>/dev/null'
+    check "$s export's warning on rows of unknown column value" inv_warning "$csv.err" "$E2E_SCHEMAS" "${INV_MARK[rename]:-0}"
+    check "$s export's header: the source's current columns (no note, title not label)" inv_header "$csv"
+    check "$s no exported row has a value for note or label" inv_no_value "$csv.ndjson" note label
+    check "$s CSV loaded with COPY into e2e10.inventory (the current definition)" inv_load "$csv"
+    cols='id, qty, amount, seq'
+    [[ $E2E_SCHEMAS == true ]] && cols+=', region'
+    check "$s loaded table equals source over $cols (EXCEPT ALL both ways)" inv_compare "$cols"
+    [[ $E2E_SCHEMAS == false ]] &&
+        check "$s region: NULL in rows untouched since ADD COLUMN, else the source's" \
+            inv_check_col region "${INV_MARK[add]:-0}" "$E2E_SCHEMAS"
+    check "$s title (renamed label): NULL in rows untouched since the rename, else the source's" \
+        inv_check_col title "${INV_MARK[rename]:-0}" "$E2E_SCHEMAS"
+    check "$s reconcile: equal but for the expected columns of untouched rows" inv_reconcile "$r" "$E2E_SCHEMAS" "$v"
+    check "$s reconcile's notes: the columns of unknown value" inv_reconcile_notes "$WORK/reconcile-10$v.err" "$E2E_SCHEMAS"
+    [[ $E2E_SCHEMAS == false ]] && check "$s export's warning and reconcile's notes are lines (no escaped newline)" \
+        inv_warning_line "$csv.err" "$WORK/reconcile-10$v.err"
+    [[ $E2E_SCHEMAS == true ]] || return 0
+
+    # (5) A narrowing type change stops the table; the other table applies.
+    start_ingest ing "$r" "$g" "$WORK/ingest-10$v-2.log" "" "$p"
+    check "$s (5) ALTER COLUMN amount TYPE numeric(10,0), then two updates of public.inventory and one of public.bystander" \
+        app_psql -c "ALTER TABLE public.inventory ALTER COLUMN amount TYPE numeric(10,0);
+                     UPDATE public.inventory SET qty = qty + 1 WHERE id = (SELECT min(id) FROM public.inventory);
+                     UPDATE public.bystander SET v = 42 WHERE id = 1;
+                     UPDATE public.inventory SET qty = qty + 1 WHERE id = (SELECT max(id) FROM public.inventory);"
+    check "$s drained" wait_drained "e2e10${v}_slot" "$g" "$p"
+    check "$s ingest stopped by SIGTERM (exit 3: dead letters written)" eval 'stop_ingest "$ing" >"$WORK/stop-10.out"; rc=$?; same "ingest exit status" "$rc" 3 || cat "$WORK/stop-10.out"'
+    check "$s tables: public.inventory stopped naming amount, decimal:2 and decimal:0" inv_stopped "$r"
+    check "$s dead letters: the two updates of public.inventory after the change" inv_dlq "$r" "$p.public.inventory" 2
+    check "$s public.bystander still applied (v = 42)" eval '
+        "$CDC" get --db "$r" --table public.bystander "{\"id\":1}" >"$WORK/get-10.out" || { echo "get exited $?"; false; }
+        jq -e ".row.v == \"42\"" "$WORK/get-10.out" >/dev/null || { echo "public.bystander id 1: $(head -c 300 "$WORK/get-10.out")"; false; }'
+    check "$s resume (ingest stopped) clears the stop" eval '
+        "$CDC" resume --db "$r" --table public.inventory >"$WORK/resume-10.out" 2>&1 || { echo "resume exited $?: $(cat "$WORK/resume-10.out")"; false; }
+        grep -q "public.inventory resumed" "$WORK/resume-10.out" || { echo "resume said: $(cat "$WORK/resume-10.out")"; false; }
+        ! "$CDC" tables --db "$r" | grep -q stopped || { echo "still stopped: $("$CDC" tables --db "$r")"; false; }'
+    # After resume the table's later events apply again (under the new type).
+    start_ingest ing "$r" "$g" "$WORK/ingest-10$v-3.log" "" "$p"
+    local id
+    id=$(app_psql -c "SELECT min(id) FROM public.inventory")
+    check "$s an update after resume" app_psql -c "UPDATE public.inventory SET amount = 7, qty = 0 WHERE id = $id"
+    check "$s drained" wait_drained "e2e10${v}_slot" "$g" "$p"
+    check "$s ingest stopped by SIGTERM (exit 0)" stop_ingest "$ing"
+    check "$s the update after resume applied (id $id: amount 7, qty 0), no new dead letter" eval '
+        "$CDC" get --db "$r" --table public.inventory "{\"id\":$id}" >"$WORK/get-10-2.out" || { echo "get exited $?"; false; }
+        jq -e ".row.amount == \"7\" and .row.qty == \"0\"" "$WORK/get-10-2.out" >/dev/null || { echo "public.inventory id $id: $(head -c 300 "$WORK/get-10-2.out")"; false; }
+        same "dead letters" "$(stat_of "$r" total dead_letters)" 2'
+}
+
+scenario10() {
+    [[ -n $MAIN_PID ]] && main_ingest_stop >/dev/null
+    scenario10_run a false
+    scenario10_run b true
+}
+
 # ---- Main ---------------------------------------------------------------------
 
 e2e_log "work directory $WORK"
@@ -1168,7 +1538,7 @@ ok "stack up: PostgreSQL $PGHOST:$PGPORT, Kafka $KAFKA_BROKERS, Connect $CONNECT
 # Topics of earlier runs (a stack kept with E2E_KEEP_STACK=1).
 "$E2EK" "$KAFKA_BROKERS" delete-topics e2e >/dev/null 2>&1
 
-for s in 1 2 3 4 5 6 7 8 9; do
+for s in 1 2 3 4 5 6 7 8 9 10; do
     if runs "$s"; then
         t0=$SECONDS
         "scenario$s"
