@@ -355,7 +355,7 @@ static int cmd_export(int argc, char **argv)
         cli_printf_escaped(stderr,
                            "cdcstore export: warning: %s: %llu rows were written before a column appeared at the "
                            "source, whose default no schema gave; that column is written as NULL there. Re-read "
-                           "the table (an incremental snapshot) to fill it\n",
+                           "the table (an incremental snapshot) to fill it",
                            table, (unsigned long long)unknown);
     cdc_store_close(st);
     free(lo_key);

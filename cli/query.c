@@ -247,7 +247,7 @@ int cmd_reconcile(int argc, char **argv)
                                        "cdcstore reconcile: note: column %s appeared at the source after rows of "
                                        "the replica were written, and no schema gave its default: those rows hold "
                                        "NULL for a value the replica does not know (re-read the table, e.g. an "
-                                       "incremental snapshot, to fill it)\n",
+                                       "incremental snapshot, to fill it)",
                                        cols[i]);
                 cdc_strings_free(cols, n);
             }
