@@ -128,9 +128,12 @@
  *   5. commit           positions (write_positions), table metadata and
  *                       counters, and the one RocksDB write; then notify.
  *
- * Rows, counters, table metadata, epoch marks, dead letters and the highest
- * offset per (topic, partition) go into one WriteBatch, so a crash keeps
- * either all of a batch or none of it.  The caller's interrupt flag is
+ * Rows, counters, table metadata (with the id of a table the batch creates),
+ * epoch marks, dead letters and the highest offset per (topic, partition) go
+ * into one WriteBatch, so a crash keeps either all of a batch or none of it.
+ * Passes 2 to 4 reach a table's rows only through cdc__table_key() and
+ * cdc__scan_*() (store/store.c: tables as key prefixes), which serve a table
+ * with its own column family and a prefixed one alike.  The caller's interrupt flag is
  * looked at every 4,096 records in pass 1 and keys in passes 3 and 4: a
  * signal gives the batch up before its write, within milliseconds however
  * large the batch.
@@ -224,6 +227,8 @@ static uint64_t hash_key(const cdc__table *t, const char *k, size_t n)
 static int group_cmp(const void *a, const void *b)
 {
     const group *x = a, *y = b;
+    /* prefixed tables in id order, so that the keys of "rows" come sorted */
+    if (x->t->id != y->t->id) return x->t->id < y->t->id ? -1 : 1;
     if (x->t != y->t) return (uintptr_t)x->t < (uintptr_t)y->t ? -1 : 1;
     size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
     int c = memcmp(x->key, y->key, n);
@@ -416,6 +421,7 @@ typedef struct apply_ctx {
     char **errs;
     fold f;                          /* reused across groups */
     cdc__buf out, rowbuf;
+    cdc__buf skey;          /* a key as stored in its table's family (cdc__table_key) */
     cdc__buf keytext, elem; /* a tombstone's key columns (tombstone_key) */
     int *order;                      /* a group's events in version order */
 } apply_ctx;
@@ -658,10 +664,11 @@ static void count_floor_deletes(apply_ctx *a)
 {
     for (size_t k = 0; k < a->nfloored; k++) {
         cdc__table *t = a->floored[k];
-        rocksdb_iterator_t *it = rocksdb_create_iterator_cf(a->st->db, a->st->ro, t->cf);
-        for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-            size_t kl, vl, slot;
-            const char *key = rocksdb_iter_key(it, &kl), *v = rocksdb_iter_value(it, &vl);
+        cdc__scan it;
+        cdc__scan_open(a->st, t, NULL, 0, NULL, 0, NULL, 0, &it);
+        size_t kl, vl, slot;
+        const char *key, *v;
+        for (; cdc__scan_row(&it, &key, &kl, &v, &vl); cdc__scan_next(&it)) {
             cdc__value val;
             if (cdc__value_decode(v, vl, &val)) continue;
             if (val.flags & CDC__F_DELETED) continue;
@@ -672,7 +679,7 @@ static void count_floor_deletes(apply_ctx *a)
             stat_add(t, CDC__ST_LIVE, -1);
             stat_add(t, CDC__ST_DELETED, 1);
         }
-        rocksdb_iter_destroy(it);
+        cdc__scan_close(&it);
     }
 }
 
@@ -697,11 +704,16 @@ static int read_stored(apply_ctx *a)
     a->vals = cdc__calloc(ng + 1, sizeof *a->vals);
     a->vlens = cdc__calloc(ng + 1, sizeof *a->vlens);
     a->errs = cdc__calloc(ng + 1, sizeof *a->errs);
+    /* Keys as stored (a prefixed table's carry its id): all in one buffer,
+     * pointed into once it has stopped growing. */
+    cdc__buf_reset(&a->skey);
     for (size_t g = 0; g < ng; g++) {
-        keys[g] = a->groups[g].key;
-        klens[g] = a->groups[g].key_len;
+        size_t at = a->skey.len;
+        cdc__table_key(a->groups[g].t, a->groups[g].key, a->groups[g].key_len, &a->skey);
+        klens[g] = a->skey.len - at;
         cfs[g] = a->groups[g].t->cf;
     }
+    for (size_t g = 0, at = 0; g < ng; at += klens[g++]) keys[g] = a->skey.p + at;
     int rc = 0;
     for (size_t g = 0; g < ng && !rc; g += INTERRUPT_EVERY) {
         size_t m = ng - g < INTERRUPT_EVERY ? ng - g : INTERRUPT_EVERY;
@@ -937,7 +949,9 @@ static int fold_group(apply_ctx *a, size_t g)
     fold_encode_row(&a->f, &a->rowbuf);
     cdc__buf_reset(&a->out);
     cdc__value_encode(&a->out, a->f.flags, &a->f.ver, a->f.ts_ms, a->rowbuf.p, a->rowbuf.len);
-    rocksdb_writebatch_put_cf(a->wb, t->cf, gr->key, gr->key_len, a->out.p, a->out.len);
+    cdc__buf_reset(&a->skey);
+    cdc__table_key(t, gr->key, gr->key_len, &a->skey);
+    rocksdb_writebatch_put_cf(a->wb, t->cf, a->skey.p, a->skey.len, a->out.p, a->out.len);
     return 0;
 }
 
@@ -1022,6 +1036,7 @@ static void ctx_free(apply_ctx *a)
     free(a->errs);
     free(a->f.cols);
     cdc__buf_free(&a->out);
+    cdc__buf_free(&a->skey);
     cdc__buf_free(&a->rowbuf);
     cdc__buf_free(&a->keytext);
     cdc__buf_free(&a->elem);
