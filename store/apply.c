@@ -158,22 +158,6 @@ static const char *pos_name(const cdc_record_t *r, char *buf, size_t n)
     return buf;
 }
 
-/* The epoch mark in force at a position, 0 when none. */
-static uint64_t mark_at(const cdc_store_t *st, const char *topic, int32_t partition, int64_t offset)
-{
-    uint64_t e = 0;
-    int64_t best = -1;
-    for (size_t i = 0; i < st->nmarks; i++) {
-        const cdc__mark *m = &st->marks[i];
-        if (m->partition == partition && m->offset <= offset && m->offset > best &&
-            !strcmp(m->topic, topic)) {
-            best = m->offset;
-            e = m->epoch;
-        }
-    }
-    return e;
-}
-
 static void add_epoch(cdc__table *t, uint64_t c)
 {
     size_t i = t->nepochs;
@@ -407,7 +391,7 @@ typedef struct apply_ctx {
     rocksdb_writebatch_t *wb;
     int stopped;
     pos_upd *pu;                     /* highest offset per (topic, partition) */
-    size_t npu;
+    size_t npu, pu_last;             /* pu_last: the entry of the last record (pos_note) */
     group *groups;                   /* one per (table, key) */
     size_t ngroups;
     int *htab;                       /* open addressing over groups, hcap slots */
@@ -432,11 +416,17 @@ static void pos_note(apply_ctx *a, const cdc_record_t *r)
      * position (sources dead-letter such records). */
     if (r->offset < 0 || r->offset == INT64_MAX || r->partition < 0) return;
     const char *topic = r->topic ? r->topic : "";
-    for (size_t i = 0; i < a->npu; i++)
+    /* records come in runs of one partition: its entry is looked at first,
+     * so that a batch over many topics does not scan them per record */
+    for (size_t n = 0; n < a->npu; n++) {
+        size_t i = (a->pu_last + n) % a->npu;
         if (a->pu[i].partition == r->partition && !strcmp(a->pu[i].topic, topic)) {
             if (r->offset > a->pu[i].offset) a->pu[i].offset = r->offset;
+            a->pu_last = i;
             return;
         }
+    }
+    a->pu_last = a->npu;
     a->pu = cdc__realloc(a->pu, (a->npu + 1) * sizeof *a->pu);
     a->pu[a->npu++] = (pos_upd){topic, r->partition, r->offset};
 }
@@ -539,16 +529,15 @@ static cdc__version assign_version(apply_ctx *a, cdc__table *t, const cdc_record
     const char *topic = r->topic ? r->topic : "";
     if (ev->snapshot == CDC__SNAP_NONE || ev->snapshot == CDC__SNAP_INCREMENTAL) {
         int read = ev->snapshot == CDC__SNAP_INCREMENTAL;
-        uint64_t e = r->offset >= 0 ? mark_at(st, topic, r->partition, r->offset) : st->run_epoch;
+        uint64_t e = r->offset >= 0 ? cdc__mark_at(st, topic, r->partition, r->offset) : st->run_epoch;
         uint64_t e2 = epoch_le(t, read ? ev->commit : ev->lsn);
         return (cdc__version){e > e2 ? e : e2, CDC__KIND_STREAM, ev->lsn, ev->commit, (uint32_t)read};
     }
     uint64_t c = ev->lsn;
     add_epoch(t, c);
     if (r->offset >= 0) {
-        if (mark_at(st, topic, r->partition, r->offset) < c) {
-            st->marks = cdc__realloc(st->marks, (st->nmarks + 1) * sizeof *st->marks);
-            st->marks[st->nmarks++] = (cdc__mark){cdc__strdup(topic), r->partition, r->offset, c};
+        if (cdc__mark_at(st, topic, r->partition, r->offset) < c) {
+            cdc__mark_add(st, cdc__strdup(topic), r->partition, r->offset, c);
             cdc__buf k = {0}, v = {0};
             cdc__meta_key_mark(&k, topic, r->partition, r->offset);
             cdc__buf_put_varint(&v, c);

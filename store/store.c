@@ -240,12 +240,37 @@ size_t cdc__table_col(cdc__table *t, const char *name, size_t len)
     return t->ncols++;
 }
 
+/* Tables are found by name for every record; with a schema of 1,000 tables a
+ * scan of the list took a third of the apply's samples, so it is a hash
+ * probe, like the columns above. */
+static size_t table_slot(const cdc_store_t *st, const char *name)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = (h ^ *p) * 1099511628211ULL;
+    return (size_t)(h ^ (h >> 29)) & (st->tabhcap - 1);
+}
+
+static void table_index_put(cdc_store_t *st, size_t i)
+{
+    size_t s = table_slot(st, st->tables[i]->name);
+    while (st->tabhash[s]) s = (s + 1) & (st->tabhcap - 1);
+    st->tabhash[s] = (uint32_t)(i + 1);
+}
+
 static cdc__table *table_new(cdc_store_t *st, const char *name)
 {
     cdc__table *t = cdc__calloc(1, sizeof *t);
     t->name = cdc__strdup(name);
     st->tables = cdc__realloc(st->tables, (st->ntables + 1) * sizeof *st->tables);
     st->tables[st->ntables++] = t;
+    if (2 * st->ntables > st->tabhcap) {
+        free(st->tabhash);
+        st->tabhcap = st->tabhcap ? st->tabhcap * 2 : 64;
+        st->tabhash = cdc__calloc(st->tabhcap, sizeof *st->tabhash);
+        for (size_t i = 0; i < st->ntables; i++) table_index_put(st, i);
+    } else {
+        table_index_put(st, st->ntables - 1);
+    }
     return t;
 }
 
@@ -265,8 +290,9 @@ static void table_free(cdc__table *t)
 
 static cdc__table *table_find(cdc_store_t *st, const char *name)
 {
-    for (size_t i = 0; i < st->ntables; i++)
-        if (strcmp(st->tables[i]->name, name) == 0) return st->tables[i];
+    if (!st->tabhcap) return NULL;
+    for (size_t s = table_slot(st, name); st->tabhash[s]; s = (s + 1) & (st->tabhcap - 1))
+        if (strcmp(st->tables[st->tabhash[s] - 1]->name, name) == 0) return st->tables[st->tabhash[s] - 1];
     return NULL;
 }
 
@@ -348,6 +374,53 @@ void cdc__table_flush(cdc_store_t *st, cdc__table *t, rocksdb_writebatch_t *wb)
     cdc__buf_free(&v);
 }
 
+/* ---- Epoch marks ---- */
+
+/* Every streamed record looks up the mark of its position: with a topic per
+ * table, a scan of all marks made the apply of 1,000 tables quadratic, so
+ * the marks are kept sorted and searched. */
+static int mark_cmp(const cdc__mark *m, const char *topic, int32_t partition, int64_t offset)
+{
+    int c = strcmp(m->topic, topic);
+    if (c) return c;
+    if (m->partition != partition) return m->partition < partition ? -1 : 1;
+    return m->offset < offset ? -1 : m->offset > offset;
+}
+
+/* The number of marks at or before (topic, partition, offset). */
+static size_t mark_upper(const cdc_store_t *st, const char *topic, int32_t partition, int64_t offset)
+{
+    size_t lo = 0, hi = st->nmarks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (mark_cmp(&st->marks[mid], topic, partition, offset) <= 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+uint64_t cdc__mark_at(const cdc_store_t *st, const char *topic, int32_t partition, int64_t offset)
+{
+    size_t i = mark_upper(st, topic, partition, offset);
+    if (i == 0) return 0;
+    const cdc__mark *m = &st->marks[i - 1];
+    return m->partition == partition && !strcmp(m->topic, topic) ? m->epoch : 0;
+}
+
+void cdc__mark_add(cdc_store_t *st, char *topic, int32_t partition, int64_t offset, uint64_t epoch)
+{
+    size_t i = mark_upper(st, topic, partition, offset);
+    if (i > 0 && mark_cmp(&st->marks[i - 1], topic, partition, offset) == 0) {
+        st->marks[i - 1].epoch = epoch;
+        free(topic);
+        return;
+    }
+    st->marks = cdc__realloc(st->marks, (st->nmarks + 1) * sizeof *st->marks);
+    memmove(st->marks + i + 1, st->marks + i, (st->nmarks - i) * sizeof *st->marks);
+    st->marks[i] = (cdc__mark){topic, partition, offset, epoch};
+    st->nmarks++;
+}
+
 /* ---- Open and close ---- */
 
 static int load_meta(cdc_store_t *st, cdc_error_t *err)
@@ -403,8 +476,7 @@ static int load_meta(cdc_store_t *st, cdc_error_t *err)
                 if ((size_t)(k + kl - z) < 13 || cdc__get_varint(&p, end, &x)) { free(topic); continue; }
                 uint64_t off = 0;
                 for (int i = 4; i < 12; i++) off = off << 8 | q[i];
-                st->marks = cdc__realloc(st->marks, (st->nmarks + 1) * sizeof *st->marks);
-                st->marks[st->nmarks++] = (cdc__mark){topic, part, (int64_t)off, x};
+                cdc__mark_add(st, topic, part, (int64_t)off, x);
             }
         } else if (k[0] == 'D') {
             const char *z = memchr(k + 2, 0, kl - 2);
@@ -709,6 +781,7 @@ void cdc_store_close(cdc_store_t *st)
     if (!st) return;
     for (size_t i = 0; i < st->ntables; i++) table_free(st->tables[i]);
     free(st->tables);
+    free(st->tabhash);
     for (size_t i = 0; i < st->nmarks; i++) free(st->marks[i].topic);
     free(st->marks);
     for (size_t i = 0; i < st->npos; i++) free(st->pos[i].topic);
@@ -1119,7 +1192,7 @@ int cdc_store_stats(cdc_store_t *st, const char *table, cdc_stats_t *out, cdc_er
 {
     memset(out, 0, sizeof *out);
     if (table) {
-        cdc__table *t;
+        cdc__table *t = NULL;
         int rc = cdc__table_get(st, table, 0, &t, err);
         if (rc) return rc;
         stats_out(t->stats, out);

@@ -127,6 +127,8 @@ struct cdc_store {
     int broken;                          /* a write failed: in-memory state is not trusted */
     cdc__table **tables;
     size_t ntables;
+    uint32_t *tabhash;                   /* open addressing over tables by name: index + 1, 0 empty */
+    size_t tabhcap;                      /* slots, a power of two above 2 x ntables */
     cdc__mark *marks;
     size_t nmarks;
     cdc__pos *pos;
@@ -157,6 +159,13 @@ int cdc__table_get(cdc_store_t *st, const char *name, int create, cdc__table **o
 size_t cdc__table_col(cdc__table *t, const char *name, size_t len);
 /* Adds the table's metadata and counters to wb when dirty. */
 void cdc__table_flush(cdc_store_t *st, cdc__table *t, rocksdb_writebatch_t *wb);
+
+/* Epoch marks, kept sorted by (topic, partition, offset): the epoch of the
+ * last mark of (topic, partition) at or before offset, 0 if none; adding a
+ * mark takes topic (a malloc'd string) and replaces the epoch of an equal
+ * position. */
+uint64_t cdc__mark_at(const cdc_store_t *st, const char *topic, int32_t partition, int64_t offset);
+void cdc__mark_add(cdc_store_t *st, char *topic, int32_t partition, int64_t offset, uint64_t epoch);
 
 /* Meta keys. */
 void cdc__meta_key_pos(cdc__buf *k, const char *topic, int32_t partition);
