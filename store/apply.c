@@ -951,20 +951,11 @@ static void write_positions(apply_ctx *a)
     cdc_store_t *st = a->st;
     for (size_t i = 0; i < a->npu; i++) {
         const pos_upd *u = &a->pu[i];
-        int64_t cur = -1;
-        size_t k;
-        for (k = 0; k < st->npos; k++)
-            if (st->pos[k].partition == u->partition && !strcmp(st->pos[k].topic, u->topic)) {
-                cur = st->pos[k].offset;
-                break;
-            }
-        if (u->offset <= cur) continue;
-        if (k == st->npos) {
-            st->pos = cdc__realloc(st->pos, (st->npos + 1) * sizeof *st->pos);
-            st->pos[st->npos++] = (cdc__pos){cdc__strdup(u->topic), u->partition, u->offset};
-        } else {
-            st->pos[k].offset = u->offset;
-        }
+        int found;
+        size_t k = cdc__pos_find(st, u->topic, u->partition, &found);
+        if (found && u->offset <= st->pos[k].offset) continue;
+        if (found) st->pos[k].offset = u->offset;
+        else cdc__pos_insert(st, k, cdc__strdup(u->topic), u->partition, u->offset);
         cdc__buf key = {0}, v = {0};
         cdc__meta_key_pos(&key, u->topic, u->partition);
         cdc__buf_put_varint(&v, (uint64_t)(u->offset + 1));

@@ -71,19 +71,21 @@
  * cores shared with other work, wall clock and peak RSS by /usr/bin/time;
  * before = a family per table (56cfdea), after = this layout:
  *                                          before              after
- *   apply, 200 new tables (1,800 events)   3.9 s, 39 MB        0.03 s, 23 MB
+ *   apply, 200 new tables (1,800 events)   3.9 s, 39 MB        0.04 s, 23 MB
  *   apply, 1,000 new tables (9,000 ev.)    191 s, 100 MB       0.08 s, 33 MB
  *     (runs of 124-240 s under load; bench/README.md had 127 s)
- *   the 9,000 events in one table          0.38 s, 32 MB       0.08 s, 32 MB
- *   1,000 tables vs one table, per event   0.002 x             1.0 x
- *   read-only open of 1,000 tables         0.11 s, 77 MB       0.02 s, 23 MB
- *   next writer's open (log replayed)      1.29 s, 95 MB       0.03 s, 24 MB
+ *   the 9,000 events in one table          0.38 s, 32 MB       0.07 s, 32 MB
+ *   read-only open of 1,000 tables         0.11 s, 77 MB       0.03 s, 23 MB
+ *   next writer's open (log replayed)      1.29 s, 95 MB       0.04 s, 24 MB
  *   SST files after that open              1,001               2
+ * At these sizes the process start dominates; with --rows 100 (1,000
+ * tables, 104,000 events) the apply takes 0.59 s and 52 MB against 0.64 s
+ * and 52 MB for the same events in one table: as fast per event.
  * The prefixes alone brought 1,000 tables to 0.20 s against 0.12 s for one
- * table; the rest was finding a table, an epoch mark and a batch position
- * by scanning lists as long as the number of tables or topics (strcmp took
- * a third of the samples), now a hash, a binary search and a hint (the
- * commit's lookup of each topic among the stored positions is still a scan).
+ * table; the rest was finding a table, an epoch mark, a batch position
+ * and a stored position by scanning lists as long as the number of tables
+ * or topics (strcmp took a third of the samples), now a hash, binary
+ * searches and a hint.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -493,8 +495,10 @@ static int load_meta(cdc_store_t *st, cdc_error_t *err)
                     free(topic);
                     continue;
                 }
-                st->pos = cdc__realloc(st->pos, (st->npos + 1) * sizeof *st->pos);
-                st->pos[st->npos++] = (cdc__pos){topic, part, (int64_t)(x - 1)};
+                int found;
+                size_t at = cdc__pos_find(st, topic, part, &found);
+                if (found) free(topic); /* keys are unique: cannot happen */
+                else cdc__pos_insert(st, at, topic, part, (int64_t)(x - 1));
             } else {
                 if ((size_t)(k + kl - z) < 13 || cdc__get_varint(&p, end, &x)) { free(topic); continue; }
                 uint64_t off = 0;
@@ -907,16 +911,42 @@ int cdc_store_set_column_type(cdc_store_t *st, const char *table, const char *co
 
 /* ---- Positions ---- */
 
+/* Sorted like the marks above, and for the same reason: the commit of a
+ * batch over 1,000 topics looked each one up in a list of 1,000. */
+size_t cdc__pos_find(const cdc_store_t *st, const char *topic, int32_t partition, int *found)
+{
+    size_t lo = 0, hi = st->npos;
+    *found = 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const cdc__pos *p = &st->pos[mid];
+        int c = strcmp(p->topic, topic);
+        if (!c) c = p->partition < partition ? -1 : p->partition > partition;
+        if (!c) {
+            *found = 1;
+            return mid;
+        }
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+void cdc__pos_insert(cdc_store_t *st, size_t i, char *topic, int32_t partition, int64_t offset)
+{
+    st->pos = cdc__realloc(st->pos, (st->npos + 1) * sizeof *st->pos);
+    memmove(st->pos + i + 1, st->pos + i, (st->npos - i) * sizeof *st->pos);
+    st->pos[i] = (cdc__pos){topic, partition, offset};
+    st->npos++;
+}
+
 int cdc_store_position(cdc_store_t *st, const char *topic, int32_t partition, int64_t *offset,
                        cdc_error_t *err)
 {
     if (!st || !offset) return cdc__err(err, CDC_EINVAL, "cdc_store_position: bad arguments");
-    *offset = -1;
-    for (size_t i = 0; i < st->npos; i++)
-        if (st->pos[i].partition == partition && !strcmp(st->pos[i].topic, topic ? topic : "")) {
-            *offset = st->pos[i].offset;
-            break;
-        }
+    int found;
+    size_t i = cdc__pos_find(st, topic ? topic : "", partition, &found);
+    *offset = found ? st->pos[i].offset : -1;
     return 0;
 }
 

@@ -167,6 +167,12 @@ void cdc__table_flush(cdc_store_t *st, cdc__table *t, rocksdb_writebatch_t *wb);
 uint64_t cdc__mark_at(const cdc_store_t *st, const char *topic, int32_t partition, int64_t offset);
 void cdc__mark_add(cdc_store_t *st, char *topic, int32_t partition, int64_t offset, uint64_t epoch);
 
+/* Source positions, kept sorted by (topic, partition): the index of
+ * (topic, partition) with *found 1, or where it goes with *found 0; an
+ * insertion at that index takes topic (a malloc'd string). */
+size_t cdc__pos_find(const cdc_store_t *st, const char *topic, int32_t partition, int *found);
+void cdc__pos_insert(cdc_store_t *st, size_t i, char *topic, int32_t partition, int64_t offset);
+
 /* Meta keys. */
 void cdc__meta_key_pos(cdc__buf *k, const char *topic, int32_t partition);
 void cdc__meta_key_mark(cdc__buf *k, const char *topic, int32_t partition, int64_t offset);
