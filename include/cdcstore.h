@@ -2,10 +2,12 @@
  * cdcstore.h: the public interface of libcdcstore, and its manual.
  *
  * cdcstore keeps a replica of PostgreSQL tables from Debezium change events.
- * A replica is a directory holding one RocksDB database: a column family per
- * source table ("public.orders"), one for metadata (source positions, table
- * columns, counters, snapshot epochs) and one for dead letters.  Each row is
- * stored under an order-preserving encoding of its primary key with the value
+ * A replica is a directory holding one RocksDB database: a column family for
+ * the rows of every source table ("public.orders"; a table of a replica
+ * written before that layout has a family of its own), one for metadata
+ * (source positions, table columns and ids, counters, snapshot epochs) and one
+ * for dead letters.  Each row is stored under its table's id and an
+ * order-preserving encoding of its primary key with the value
  * <header: format, flags (deleted, from-snapshot), ordering version, ts_ms> +
  * <row>.  A change is written only when its ordering version is strictly
  * greater than the stored one, so duplicates, replays and late events leave

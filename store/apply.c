@@ -128,9 +128,12 @@
  *   5. commit           positions (write_positions), table metadata and
  *                       counters, and the one RocksDB write; then notify.
  *
- * Rows, counters, table metadata, epoch marks, dead letters and the highest
- * offset per (topic, partition) go into one WriteBatch, so a crash keeps
- * either all of a batch or none of it.  The caller's interrupt flag is
+ * Rows, counters, table metadata (with the id of a table the batch creates),
+ * epoch marks, dead letters and the highest offset per (topic, partition) go
+ * into one WriteBatch, so a crash keeps either all of a batch or none of it.
+ * Passes 2 to 4 reach a table's rows only through cdc__table_key() and
+ * cdc__scan_*() (store/store.c: tables as key prefixes), which serve a table
+ * with its own column family and a prefixed one alike.  The caller's interrupt flag is
  * looked at every 4,096 records in pass 1 and keys in passes 3 and 4: a
  * signal gives the batch up before its write, within milliseconds however
  * large the batch.
@@ -153,22 +156,6 @@ static const char *pos_name(const cdc_record_t *r, char *buf, size_t n)
     else
         snprintf(buf, n, "%s:%lld", r->source ? r->source : "input", (long long)r->line);
     return buf;
-}
-
-/* The epoch mark in force at a position, 0 when none. */
-static uint64_t mark_at(const cdc_store_t *st, const char *topic, int32_t partition, int64_t offset)
-{
-    uint64_t e = 0;
-    int64_t best = -1;
-    for (size_t i = 0; i < st->nmarks; i++) {
-        const cdc__mark *m = &st->marks[i];
-        if (m->partition == partition && m->offset <= offset && m->offset > best &&
-            !strcmp(m->topic, topic)) {
-            best = m->offset;
-            e = m->epoch;
-        }
-    }
-    return e;
 }
 
 static void add_epoch(cdc__table *t, uint64_t c)
@@ -224,6 +211,8 @@ static uint64_t hash_key(const cdc__table *t, const char *k, size_t n)
 static int group_cmp(const void *a, const void *b)
 {
     const group *x = a, *y = b;
+    /* prefixed tables in id order, so that the keys of "rows" come sorted */
+    if (x->t->id != y->t->id) return x->t->id < y->t->id ? -1 : 1;
     if (x->t != y->t) return (uintptr_t)x->t < (uintptr_t)y->t ? -1 : 1;
     size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
     int c = memcmp(x->key, y->key, n);
@@ -402,7 +391,7 @@ typedef struct apply_ctx {
     rocksdb_writebatch_t *wb;
     int stopped;
     pos_upd *pu;                     /* highest offset per (topic, partition) */
-    size_t npu;
+    size_t npu, pu_last;             /* pu_last: the entry of the last record (pos_note) */
     group *groups;                   /* one per (table, key) */
     size_t ngroups;
     int *htab;                       /* open addressing over groups, hcap slots */
@@ -416,6 +405,7 @@ typedef struct apply_ctx {
     char **errs;
     fold f;                          /* reused across groups */
     cdc__buf out, rowbuf;
+    cdc__buf skey;          /* a key as stored in its table's family (cdc__table_key) */
     cdc__buf keytext, elem; /* a tombstone's key columns (tombstone_key) */
     unsigned char *present; /* the columns an upsert carried (note_columns) */
     size_t prescap;
@@ -428,11 +418,17 @@ static void pos_note(apply_ctx *a, const cdc_record_t *r)
      * position (sources dead-letter such records). */
     if (r->offset < 0 || r->offset == INT64_MAX || r->partition < 0) return;
     const char *topic = r->topic ? r->topic : "";
-    for (size_t i = 0; i < a->npu; i++)
+    /* records come in runs of one partition: its entry is looked at first,
+     * so that a batch over many topics does not scan them per record */
+    for (size_t n = 0; n < a->npu; n++) {
+        size_t i = (a->pu_last + n) % a->npu;
         if (a->pu[i].partition == r->partition && !strcmp(a->pu[i].topic, topic)) {
             if (r->offset > a->pu[i].offset) a->pu[i].offset = r->offset;
+            a->pu_last = i;
             return;
         }
+    }
+    a->pu_last = a->npu;
     a->pu = cdc__realloc(a->pu, (a->npu + 1) * sizeof *a->pu);
     a->pu[a->npu++] = (pos_upd){topic, r->partition, r->offset};
 }
@@ -535,16 +531,15 @@ static cdc__version assign_version(apply_ctx *a, cdc__table *t, const cdc_record
     const char *topic = r->topic ? r->topic : "";
     if (ev->snapshot == CDC__SNAP_NONE || ev->snapshot == CDC__SNAP_INCREMENTAL) {
         int read = ev->snapshot == CDC__SNAP_INCREMENTAL;
-        uint64_t e = r->offset >= 0 ? mark_at(st, topic, r->partition, r->offset) : st->run_epoch;
+        uint64_t e = r->offset >= 0 ? cdc__mark_at(st, topic, r->partition, r->offset) : st->run_epoch;
         uint64_t e2 = epoch_le(t, read ? ev->commit : ev->lsn);
         return (cdc__version){e > e2 ? e : e2, CDC__KIND_STREAM, ev->lsn, ev->commit, (uint32_t)read};
     }
     uint64_t c = ev->lsn;
     add_epoch(t, c);
     if (r->offset >= 0) {
-        if (mark_at(st, topic, r->partition, r->offset) < c) {
-            st->marks = cdc__realloc(st->marks, (st->nmarks + 1) * sizeof *st->marks);
-            st->marks[st->nmarks++] = (cdc__mark){cdc__strdup(topic), r->partition, r->offset, c};
+        if (cdc__mark_at(st, topic, r->partition, r->offset) < c) {
+            cdc__mark_add(st, cdc__strdup(topic), r->partition, r->offset, c);
             cdc__buf k = {0}, v = {0};
             cdc__meta_key_mark(&k, topic, r->partition, r->offset);
             cdc__buf_put_varint(&v, c);
@@ -684,10 +679,11 @@ static void count_floor_deletes(apply_ctx *a)
 {
     for (size_t k = 0; k < a->nfloored; k++) {
         cdc__table *t = a->floored[k];
-        rocksdb_iterator_t *it = rocksdb_create_iterator_cf(a->st->db, a->st->ro, t->cf);
-        for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-            size_t kl, vl, slot;
-            const char *key = rocksdb_iter_key(it, &kl), *v = rocksdb_iter_value(it, &vl);
+        cdc__scan it;
+        cdc__scan_open(a->st, t, NULL, 0, NULL, 0, NULL, 0, &it);
+        size_t kl, vl, slot;
+        const char *key, *v;
+        for (; cdc__scan_row(&it, &key, &kl, &v, &vl); cdc__scan_next(&it)) {
             cdc__value val;
             if (cdc__value_decode(v, vl, &val)) continue;
             if (val.flags & CDC__F_DELETED) continue;
@@ -698,7 +694,7 @@ static void count_floor_deletes(apply_ctx *a)
             stat_add(t, CDC__ST_LIVE, -1);
             stat_add(t, CDC__ST_DELETED, 1);
         }
-        rocksdb_iter_destroy(it);
+        cdc__scan_close(&it);
     }
 }
 
@@ -723,11 +719,16 @@ static int read_stored(apply_ctx *a)
     a->vals = cdc__calloc(ng + 1, sizeof *a->vals);
     a->vlens = cdc__calloc(ng + 1, sizeof *a->vlens);
     a->errs = cdc__calloc(ng + 1, sizeof *a->errs);
+    /* Keys as stored (a prefixed table's carry its id): all in one buffer,
+     * pointed into once it has stopped growing. */
+    cdc__buf_reset(&a->skey);
     for (size_t g = 0; g < ng; g++) {
-        keys[g] = a->groups[g].key;
-        klens[g] = a->groups[g].key_len;
+        size_t at = a->skey.len;
+        cdc__table_key(a->groups[g].t, a->groups[g].key, a->groups[g].key_len, &a->skey);
+        klens[g] = a->skey.len - at;
         cfs[g] = a->groups[g].t->cf;
     }
+    for (size_t g = 0, at = 0; g < ng; at += klens[g++]) keys[g] = a->skey.p + at;
     int rc = 0;
     for (size_t g = 0; g < ng && !rc; g += INTERRUPT_EVERY) {
         size_t m = ng - g < INTERRUPT_EVERY ? ng - g : INTERRUPT_EVERY;
@@ -990,7 +991,9 @@ static int fold_group(apply_ctx *a, size_t g)
     fold_encode_row(&a->f, &a->rowbuf);
     cdc__buf_reset(&a->out);
     cdc__value_encode(&a->out, a->f.flags, &a->f.ver, a->f.ts_ms, a->rowbuf.p, a->rowbuf.len);
-    rocksdb_writebatch_put_cf(a->wb, t->cf, gr->key, gr->key_len, a->out.p, a->out.len);
+    cdc__buf_reset(&a->skey);
+    cdc__table_key(t, gr->key, gr->key_len, &a->skey);
+    rocksdb_writebatch_put_cf(a->wb, t->cf, a->skey.p, a->skey.len, a->out.p, a->out.len);
     return 0;
 }
 
@@ -1001,20 +1004,11 @@ static void write_positions(apply_ctx *a)
     cdc_store_t *st = a->st;
     for (size_t i = 0; i < a->npu; i++) {
         const pos_upd *u = &a->pu[i];
-        int64_t cur = -1;
-        size_t k;
-        for (k = 0; k < st->npos; k++)
-            if (st->pos[k].partition == u->partition && !strcmp(st->pos[k].topic, u->topic)) {
-                cur = st->pos[k].offset;
-                break;
-            }
-        if (u->offset <= cur) continue;
-        if (k == st->npos) {
-            st->pos = cdc__realloc(st->pos, (st->npos + 1) * sizeof *st->pos);
-            st->pos[st->npos++] = (cdc__pos){cdc__strdup(u->topic), u->partition, u->offset};
-        } else {
-            st->pos[k].offset = u->offset;
-        }
+        int found;
+        size_t k = cdc__pos_find(st, u->topic, u->partition, &found);
+        if (found && u->offset <= st->pos[k].offset) continue;
+        if (found) st->pos[k].offset = u->offset;
+        else cdc__pos_insert(st, k, cdc__strdup(u->topic), u->partition, u->offset);
         cdc__buf key = {0}, v = {0};
         cdc__meta_key_pos(&key, u->topic, u->partition);
         cdc__buf_put_varint(&v, (uint64_t)(u->offset + 1));
@@ -1075,6 +1069,7 @@ static void ctx_free(apply_ctx *a)
     free(a->errs);
     free(a->f.cols);
     cdc__buf_free(&a->out);
+    cdc__buf_free(&a->skey);
     cdc__buf_free(&a->rowbuf);
     cdc__buf_free(&a->keytext);
     free(a->present);

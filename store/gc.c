@@ -38,14 +38,16 @@ static int gc_table(cdc_store_t *st, cdc__table *t, uint64_t horizon_lsn, uint64
     h = t->horizon;
     rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
     cdc__table_flush(st, t, wb); /* the horizon goes with the first removals */
-    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(st->db, st->ro, t->cf);
+    cdc__scan it;
+    cdc__scan_open(st, t, NULL, 0, NULL, 0, NULL, 0, &it);
+    cdc__buf sk = {0};
     size_t inbatch = 0;
     int rc = 0;
-    for (rocksdb_iter_seek_to_first(it);; rocksdb_iter_next(it)) {
-        int valid = rocksdb_iter_valid(it);
+    for (;; cdc__scan_next(&it)) {
+        size_t kl, vl;
+        const char *k, *v;
+        int valid = cdc__scan_row(&it, &k, &kl, &v, &vl);
         if (valid) {
-            size_t kl, vl;
-            const char *k = rocksdb_iter_key(it, &kl), *v = rocksdb_iter_value(it, &vl);
             cdc__value val;
             if (cdc__value_decode(v, vl, &val)) {
                 rc = cdc__err(err, CDC_ECORRUPT, "table %s: a stored value does not decode", t->name);
@@ -54,7 +56,9 @@ static int gc_table(cdc_store_t *st, cdc__table *t, uint64_t horizon_lsn, uint64
             int raw_deleted = val.flags & CDC__F_DELETED;
             cdc__apply_floor(t, &val);
             if ((val.flags & CDC__F_DELETED) && cdc__version_cmp(&val.ver, &h) < 0) {
-                rocksdb_writebatch_delete_cf(wb, t->cf, k, kl);
+                cdc__buf_reset(&sk);
+                cdc__table_key(t, k, kl, &sk);
+                rocksdb_writebatch_delete_cf(wb, t->cf, sk.p, sk.len);
                 inbatch++;
                 (*purged)++;
                 t->stats[CDC__ST_PURGED]++;
@@ -79,7 +83,15 @@ static int gc_table(cdc_store_t *st, cdc__table *t, uint64_t horizon_lsn, uint64
         }
         if (!valid) break;
     }
-    rocksdb_iter_destroy(it);
+    if (rc == 0) {
+        char *e3 = cdc__scan_error(&it);
+        if (e3) {
+            rc = cdc__err(err, CDC_EIO, "table %s: scan failed: %s", t->name, e3);
+            free(e3);
+        }
+    }
+    cdc__scan_close(&it);
+    cdc__buf_free(&sk);
     rocksdb_writebatch_destroy(wb);
     return rc;
 }

@@ -5,11 +5,13 @@
  * One RocksDB database per replica directory with column families:
  *   "default"  unused (RocksDB requires it);
  *   "meta"     format version, table columns and key columns, snapshot epochs
- *              and version floors, counters, source positions, epoch marks,
- *              NUMERIC scales;
+ *              and version floors, table ids, counters, source positions,
+ *              epoch marks, NUMERIC scales;
  *   "dlq"      dead letters under a big-endian sequence number;
- *   "t:<schema.table>"  one per source table: encoded key -> value
- *              (formats in store/codec.c).
+ *   "rows"     the rows of every table created since tables became key
+ *              prefixes: 4-byte big-endian table id + encoded key -> value;
+ *   "t:<schema.table>"  one per table of a replica written before that:
+ *              encoded key -> value (formats in store/codec.c).
  * All metadata is small and loaded into memory at open; the apply writes it
  * back in the same WriteBatch as the rows it concerns.
  *
@@ -17,6 +19,73 @@
  * "P\0<topic>\0<partition u32be>" position (varint offset + 1);
  * "M\0<topic>\0<partition u32be><offset u64be>" epoch mark (varint epoch);
  * "D\0<table>\0<column>" NUMERIC scale (varint).
+ *
+ * ---- Tables as key prefixes, and why ----
+ *
+ * A table used to be a column family.  Users replicate whole schemas (issue
+ * 10), and a family is what RocksDB 7.8 makes expensive to create: each
+ * creation rewrites and re-parses the OPTIONS file with every family's
+ * options and syncs the MANIFEST, a cost that grows with the number of
+ * families, so n new tables cost O(n^2) (70% of the samples of applying
+ * 200 new tables); each family with unflushed rows also writes its own SST
+ * at the next open.  Its C API has no batched creation.  So a new table is a
+ * range of keys in the one family "rows": its rows are stored under the
+ * table's id, 4 bytes big-endian, followed by the order-preserving key
+ * encoding of store/codec.c.  Bytewise order of prefix + key is (table id,
+ * key order), so a table's rows are contiguous and in key order, and
+ * [id, id + 1) bounds them exactly whatever its keys (ids are below
+ * 2^32 - 1, so id + 1 never wraps).  Creating a table writes nothing by
+ * itself: the id (1 + the highest id in use) is kept in the table's
+ * metadata "T" record, which the apply writes in the same WriteBatch as the
+ * first rows of the table, so a crash keeps the table with its rows or
+ * neither, and an id seen by nobody is simply allocated again.
+ *
+ * Every use of a table's rows goes through two helpers in this file
+ * (store.h: "A table's rows in its family"): cdc__table_key() makes the
+ * stored key of an encoded key (the MultiGet and the Put of the apply, the
+ * purge's deletes, cdc_store_get), and cdc__scan_*() iterates a table in key
+ * order with RocksDB's iterate_lower_bound/iterate_upper_bound set to the
+ * table's range, handing out keys without the prefix (the view iterator
+ * behind export, hash ranges and reconcile, the apply's floor-delete scan,
+ * gc's scan).  A scan therefore never yields, nor reads the blocks of, the
+ * next table's rows.
+ *
+ * Compatibility.  A table is either "own family" (id 0: a "t:" family,
+ * from a replica written before this layout) or "prefixed" (id > 0); the
+ * two helpers make every caller work for both, so an old replica keeps its
+ * tables where they are, takes new tables as prefixed ones beside them, and
+ * nothing is moved.  The id is appended to the "T" record after the purge
+ * horizon; a record without it is an own-family table.  A writable open
+ * creates "rows" when it is missing (one family, once); a read-only open of
+ * an old replica opens what is there.  An older build opening a replica that
+ * holds prefixed tables refuses it ("table ... has metadata but no column
+ * family"), and after a newer build's writable open it would list "rows" as
+ * an empty table: going back is not supported.
+ *
+ * Measured with bench/gen_tables.py (N tables x 5 rows: 9 events a table,
+ * snapshot reads, updates, a delete and its tombstone; and the same events
+ * in one table) by
+ *   python3 bench/peer_tables.py --bin build/cdcstore --tables 200 \
+ *       --tables 1000 --repeat 3 --workdir W --results R
+ * (what `BENCH_STEPS=tables bash bench/run.sh` runs): medians of 3 on 2
+ * cores shared with other work, wall clock and peak RSS by /usr/bin/time;
+ * before = a family per table (56cfdea), after = this layout:
+ *                                          before              after
+ *   apply, 200 new tables (1,800 events)   3.9 s, 39 MB        0.04 s, 23 MB
+ *   apply, 1,000 new tables (9,000 ev.)    191 s, 100 MB       0.08 s, 33 MB
+ *     (runs of 124-240 s under load; bench/README.md had 127 s)
+ *   the 9,000 events in one table          0.38 s, 32 MB       0.07 s, 32 MB
+ *   read-only open of 1,000 tables         0.11 s, 77 MB       0.03 s, 23 MB
+ *   next writer's open (log replayed)      1.29 s, 95 MB       0.04 s, 24 MB
+ *   SST files after that open              1,001               2
+ * At these sizes the process start dominates; with --rows 100 (1,000
+ * tables, 104,000 events) the apply takes 0.59 s and 52 MB against 0.64 s
+ * and 52 MB for the same events in one table: as fast per event.
+ * The prefixes alone brought 1,000 tables to 0.20 s against 0.12 s for one
+ * table; the rest was finding a table, an epoch mark, a batch position
+ * and a stored position by scanning lists as long as the number of tables
+ * or topics (strcmp took a third of the samples), now a hash, binary
+ * searches and a hint.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -128,6 +197,9 @@ static void table_meta_encode(const cdc__table *t, cdc__buf *b)
     cdc__buf_put_varint(b, t->horizon.epoch);
     cdc__buf_putc(b, (char)t->horizon.kind);
     cdc__buf_put_varint(b, t->horizon.lsn);
+    /* the table id of a prefixed table, 0 for a table with its own family
+     * (absent in replicas written before tables became prefixes) */
+    cdc__buf_put_varint(b, t->id);
     /* Column history (absent in replicas written before it existed: every
      * column then reads as present at the source): the newest change that
      * carried every column, then per column flags (1 seen, 2 gone, 4 a
@@ -186,6 +258,11 @@ static int table_meta_decode(cdc__table *t, const char *p, size_t len)
         if (cdc__get_varint(&p, end, &t->horizon.epoch) || p >= end) return CDC_ECORRUPT;
         t->horizon.kind = (unsigned char)*p++;
         if (cdc__get_varint(&p, end, &t->horizon.lsn)) return CDC_ECORRUPT;
+    }
+    if (p < end) { /* the table id: 0 (or absent, in older replicas) for a table with its own family */
+        uint64_t id;
+        if (cdc__get_varint(&p, end, &id) || id >= UINT32_MAX) return CDC_ECORRUPT;
+        t->id = (uint32_t)id;
     }
     if (p < end) { /* the column history */
         t->has_allseen = (unsigned char)*p++;
@@ -430,12 +507,37 @@ void cdc__table_live(cdc__table *t)
     t->live_dirty = 0;
 }
 
+/* Tables are found by name for every record; with a schema of 1,000 tables a
+ * scan of the list took a third of the apply's samples, so it is a hash
+ * probe, like the columns above. */
+static size_t table_slot(const cdc_store_t *st, const char *name)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = (h ^ *p) * 1099511628211ULL;
+    return (size_t)(h ^ (h >> 29)) & (st->tabhcap - 1);
+}
+
+static void table_index_put(cdc_store_t *st, size_t i)
+{
+    size_t s = table_slot(st, st->tables[i]->name);
+    while (st->tabhash[s]) s = (s + 1) & (st->tabhcap - 1);
+    st->tabhash[s] = (uint32_t)(i + 1);
+}
+
 static cdc__table *table_new(cdc_store_t *st, const char *name)
 {
     cdc__table *t = cdc__calloc(1, sizeof *t);
     t->name = cdc__strdup(name);
     st->tables = cdc__realloc(st->tables, (st->ntables + 1) * sizeof *st->tables);
     st->tables[st->ntables++] = t;
+    if (2 * st->ntables > st->tabhcap) {
+        free(st->tabhash);
+        st->tabhcap = st->tabhcap ? st->tabhcap * 2 : 64;
+        st->tabhash = cdc__calloc(st->tabhcap, sizeof *st->tabhash);
+        for (size_t i = 0; i < st->ntables; i++) table_index_put(st, i);
+    } else {
+        table_index_put(st, st->ntables - 1);
+    }
     return t;
 }
 
@@ -456,15 +558,16 @@ static void table_free(cdc__table *t)
     free(t->colhash);
     free(t->keycols);
     free(t->epochs);
-    if (t->cf) rocksdb_column_family_handle_destroy(t->cf);
+    if (t->cf && !t->id) rocksdb_column_family_handle_destroy(t->cf); /* "rows" is the store's */
     free(t->name);
     free(t);
 }
 
 static cdc__table *table_find(cdc_store_t *st, const char *name)
 {
-    for (size_t i = 0; i < st->ntables; i++)
-        if (strcmp(st->tables[i]->name, name) == 0) return st->tables[i];
+    if (!st->tabhcap) return NULL;
+    for (size_t s = table_slot(st, name); st->tabhash[s]; s = (s + 1) & (st->tabhcap - 1))
+        if (strcmp(st->tables[st->tabhash[s] - 1]->name, name) == 0) return st->tables[st->tabhash[s] - 1];
     return NULL;
 }
 
@@ -480,21 +583,16 @@ int cdc__table_get(cdc_store_t *st, const char *name, int create, cdc__table **o
     if (st->read_only) return cdc__err(err, CDC_EINVAL, "table %.200s: replica opened read-only", name);
     if (strlen(name) > CDC__TABLE_NAME_MAX)
         return cdc__err(err, CDC_EINVAL, "table %.200s...: name longer than %d bytes", name, CDC__TABLE_NAME_MAX);
+    if (name[0] && (!st->rows_cf || st->next_table_id >= UINT32_MAX))
+        return cdc__err(err, CDC_EIO, "table %.200s: %s", name,
+                        st->rows_cf ? "no table id left" : "the replica has no \"rows\" family");
     t = table_new(st, name);
     if (name[0]) {
-        char *cfname = cdc__malloc(strlen(name) + 3);
-        memcpy(cfname, "t:", 2);
-        strcpy(cfname + 2, name);
-        char *e = NULL;
-        t->cf = rocksdb_create_column_family(st->db, st->opts, cfname, &e);
-        free(cfname);
-        if (e) {
-            st->ntables--;
-            table_free(t);
-            cdc__err(err, CDC_EIO, "table %s: cannot create its column family: %s", name, e);
-            free(e);
-            return CDC_EIO;
-        }
+        /* A prefixed table (store.c's head): nothing is written now; its id
+         * is persisted with its metadata, in the write of the first batch
+         * that holds its rows (meta_dirty below). */
+        t->id = st->next_table_id++;
+        t->cf = st->rows_cf;
     }
     t->meta_dirty = 1;
     *out = t;
@@ -514,6 +612,11 @@ static void promote_bloom(cdc_store_t *st, cdc__table *t)
 {
     if (t->bloom || !t->cf || st->read_only || t->stats[CDC__ST_READ] - t->session_read < BLOOM_AFTER_EVENTS)
         return;
+    if (t->id && st->rows_bloom) { /* the shared family has it already */
+        t->bloom = 1;
+        return;
+    }
+    if (t->id) st->rows_bloom = 1;
     static const char *const keys[] = {"memtable_prefix_bloom_size_ratio"};
     static const char *const vals[] = {BLOOM_RATIO};
     char *e = NULL;
@@ -544,6 +647,53 @@ void cdc__table_flush(cdc_store_t *st, cdc__table *t, rocksdb_writebatch_t *wb)
     }
     cdc__buf_free(&k);
     cdc__buf_free(&v);
+}
+
+/* ---- Epoch marks ---- */
+
+/* Every streamed record looks up the mark of its position: with a topic per
+ * table, a scan of all marks made the apply of 1,000 tables quadratic, so
+ * the marks are kept sorted and searched. */
+static int mark_cmp(const cdc__mark *m, const char *topic, int32_t partition, int64_t offset)
+{
+    int c = strcmp(m->topic, topic);
+    if (c) return c;
+    if (m->partition != partition) return m->partition < partition ? -1 : 1;
+    return m->offset < offset ? -1 : m->offset > offset;
+}
+
+/* The number of marks at or before (topic, partition, offset). */
+static size_t mark_upper(const cdc_store_t *st, const char *topic, int32_t partition, int64_t offset)
+{
+    size_t lo = 0, hi = st->nmarks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (mark_cmp(&st->marks[mid], topic, partition, offset) <= 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+uint64_t cdc__mark_at(const cdc_store_t *st, const char *topic, int32_t partition, int64_t offset)
+{
+    size_t i = mark_upper(st, topic, partition, offset);
+    if (i == 0) return 0;
+    const cdc__mark *m = &st->marks[i - 1];
+    return m->partition == partition && !strcmp(m->topic, topic) ? m->epoch : 0;
+}
+
+void cdc__mark_add(cdc_store_t *st, char *topic, int32_t partition, int64_t offset, uint64_t epoch)
+{
+    size_t i = mark_upper(st, topic, partition, offset);
+    if (i > 0 && mark_cmp(&st->marks[i - 1], topic, partition, offset) == 0) {
+        st->marks[i - 1].epoch = epoch;
+        free(topic);
+        return;
+    }
+    st->marks = cdc__realloc(st->marks, (st->nmarks + 1) * sizeof *st->marks);
+    memmove(st->marks + i + 1, st->marks + i, (st->nmarks - i) * sizeof *st->marks);
+    st->marks[i] = (cdc__mark){topic, partition, offset, epoch};
+    st->nmarks++;
 }
 
 /* ---- Open and close ---- */
@@ -595,14 +745,15 @@ static int load_meta(cdc_store_t *st, cdc_error_t *err)
                     free(topic);
                     continue;
                 }
-                st->pos = cdc__realloc(st->pos, (st->npos + 1) * sizeof *st->pos);
-                st->pos[st->npos++] = (cdc__pos){topic, part, (int64_t)(x - 1)};
+                int found;
+                size_t at = cdc__pos_find(st, topic, part, &found);
+                if (found) free(topic); /* keys are unique: cannot happen */
+                else cdc__pos_insert(st, at, topic, part, (int64_t)(x - 1));
             } else {
                 if ((size_t)(k + kl - z) < 13 || cdc__get_varint(&p, end, &x)) { free(topic); continue; }
                 uint64_t off = 0;
                 for (int i = 4; i < 12; i++) off = off << 8 | q[i];
-                st->marks = cdc__realloc(st->marks, (st->nmarks + 1) * sizeof *st->marks);
-                st->marks[st->nmarks++] = (cdc__mark){topic, part, (int64_t)off, x};
+                cdc__mark_add(st, topic, part, (int64_t)off, x);
             }
         } else if (k[0] == 'D') {
             const char *z = memchr(k + 2, 0, kl - 2);
@@ -795,12 +946,21 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
         names = NULL;
         ncf = 0;
     }
-    const char *fixed[] = {"default", "meta", "dlq"};
-    size_t total = 3;
-    const char **cfn = cdc__calloc(ncf + 3, sizeof *cfn);
-    for (size_t i = 0; i < 3; i++) cfn[i] = fixed[i];
+    /* "rows" is created by the first writer that opens the replica; a
+     * read-only open of a replica written before it opens what is there. */
+    const char *fixed[] = {"default", "meta", "dlq", "rows"};
+    size_t nfixed = 4;
+    if (st->read_only) {
+        nfixed = 3;
+        for (size_t i = 0; i < ncf; i++)
+            if (!strcmp(names[i], "rows")) nfixed = 4;
+    }
+    size_t total = nfixed;
+    const char **cfn = cdc__calloc(ncf + 4, sizeof *cfn);
+    for (size_t i = 0; i < nfixed; i++) cfn[i] = fixed[i];
     for (size_t i = 0; i < ncf; i++)
-        if (strcmp(names[i], "default") && strcmp(names[i], "meta") && strcmp(names[i], "dlq"))
+        if (strcmp(names[i], "default") && strcmp(names[i], "meta") && strcmp(names[i], "dlq") &&
+            strcmp(names[i], "rows"))
             cfn[total++] = names[i];
     const rocksdb_options_t **cfo = cdc__calloc(total, sizeof *cfo);
     for (size_t i = 0; i < total; i++) cfo[i] = st->opts;
@@ -826,6 +986,7 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
     st->default_cf = h[0];
     st->meta_cf = h[1];
     st->dlq_cf = h[2];
+    st->rows_cf = nfixed > 3 ? h[3] : NULL;
     if (!o->read_only) {
         rocksdb_put_cf(st->db, st->wo, st->meta_cf, "F", 1, META_FORMAT, 1, &e);
         if (e) {
@@ -835,10 +996,21 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
         }
     }
     if ((rc = load_meta(st, err))) goto done;
-    for (size_t i = 3; i < total; i++) {
+    st->next_table_id = 1;
+    for (size_t i = 0; i < st->ntables; i++) {
+        cdc__table *t = st->tables[i];
+        if (!t->id) continue;
+        t->cf = st->rows_cf; /* NULL without "rows": reported below */
+        if (t->id >= st->next_table_id) st->next_table_id = t->id + 1;
+    }
+    for (size_t i = nfixed; i < total; i++) {
         const char *tn = cfn[i] + (strncmp(cfn[i], "t:", 2) == 0 ? 2 : 0);
         cdc__table *t = table_find(st, tn);
         if (!t) t = table_new(st, tn);
+        if (t->id) {
+            rc = cdc__err(err, CDC_ECORRUPT, "%s: table %s has a table id and a column family", dir, tn);
+            goto done;
+        }
         t->cf = h[i];
         h[i] = NULL;
     }
@@ -859,7 +1031,7 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
     if (damage) note_rollback(st, damage);
 done:
     free(damage);
-    for (size_t i = 3; i < total && rc; i++)
+    for (size_t i = nfixed; i < total && rc; i++)
         if (h[i]) rocksdb_column_family_handle_destroy(h[i]);
     free(h);
     free(cfo);
@@ -886,6 +1058,7 @@ void cdc_store_close(cdc_store_t *st)
     if (!st) return;
     for (size_t i = 0; i < st->ntables; i++) table_free(st->tables[i]);
     free(st->tables);
+    free(st->tabhash);
     for (size_t i = 0; i < st->nmarks; i++) free(st->marks[i].topic);
     free(st->marks);
     for (size_t i = 0; i < st->npos; i++) free(st->pos[i].topic);
@@ -897,6 +1070,7 @@ void cdc_store_close(cdc_store_t *st)
     free(st->scales);
     if (st->meta_cf) rocksdb_column_family_handle_destroy(st->meta_cf);
     if (st->dlq_cf) rocksdb_column_family_handle_destroy(st->dlq_cf);
+    if (st->rows_cf) rocksdb_column_family_handle_destroy(st->rows_cf);
     if (st->default_cf) rocksdb_column_family_handle_destroy(st->default_cf);
     if (st->db) rocksdb_close(st->db);
     if (st->ro) rocksdb_readoptions_destroy(st->ro);
@@ -987,16 +1161,42 @@ int cdc_store_set_column_type(cdc_store_t *st, const char *table, const char *co
 
 /* ---- Positions ---- */
 
+/* Sorted like the marks above, and for the same reason: the commit of a
+ * batch over 1,000 topics looked each one up in a list of 1,000. */
+size_t cdc__pos_find(const cdc_store_t *st, const char *topic, int32_t partition, int *found)
+{
+    size_t lo = 0, hi = st->npos;
+    *found = 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const cdc__pos *p = &st->pos[mid];
+        int c = strcmp(p->topic, topic);
+        if (!c) c = p->partition < partition ? -1 : p->partition > partition;
+        if (!c) {
+            *found = 1;
+            return mid;
+        }
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+void cdc__pos_insert(cdc_store_t *st, size_t i, char *topic, int32_t partition, int64_t offset)
+{
+    st->pos = cdc__realloc(st->pos, (st->npos + 1) * sizeof *st->pos);
+    memmove(st->pos + i + 1, st->pos + i, (st->npos - i) * sizeof *st->pos);
+    st->pos[i] = (cdc__pos){topic, partition, offset};
+    st->npos++;
+}
+
 int cdc_store_position(cdc_store_t *st, const char *topic, int32_t partition, int64_t *offset,
                        cdc_error_t *err)
 {
     if (!st || !offset) return cdc__err(err, CDC_EINVAL, "cdc_store_position: bad arguments");
-    *offset = -1;
-    for (size_t i = 0; i < st->npos; i++)
-        if (st->pos[i].partition == partition && !strcmp(st->pos[i].topic, topic ? topic : "")) {
-            *offset = st->pos[i].offset;
-            break;
-        }
+    int found;
+    size_t i = cdc__pos_find(st, topic ? topic : "", partition, &found);
+    *offset = found ? st->pos[i].offset : -1;
     return 0;
 }
 
@@ -1178,7 +1378,10 @@ int cdc_store_get(cdc_store_t *st, const char *table, const char *key_json, cdc_
     if ((rc = parse_key(st, t, key_json, &st->getkey, err))) return rc;
     char *e = NULL;
     size_t vl;
-    char *v = rocksdb_get_cf(st->db, st->ro, t->cf, st->getkey.p, st->getkey.len, &vl, &e);
+    cdc__buf sk = {0};
+    cdc__table_key(t, st->getkey.p, st->getkey.len, &sk);
+    char *v = rocksdb_get_cf(st->db, st->ro, t->cf, sk.p, sk.len, &vl, &e);
+    cdc__buf_free(&sk);
     if (e) {
         rc = cdc__err(err, CDC_EIO, "table %s: read failed: %s", table, e);
         free(e);
@@ -1202,17 +1405,85 @@ int cdc_store_get(cdc_store_t *st, const char *table, const char *key_json, cdc_
     return 0;
 }
 
+/* ---- A table's rows in its family ---- */
+
+static void put_table_id(cdc__buf *b, uint32_t id)
+{
+    for (int i = 3; i >= 0; i--) cdc__buf_putc(b, (char)(id >> (i * 8)));
+}
+
+void cdc__table_key(const cdc__table *t, const char *key, size_t len, cdc__buf *out)
+{
+    if (t->id) put_table_id(out, t->id);
+    if (len) cdc__buf_put(out, key, len);
+}
+
+/* A prefixed table's rows lie in [id, id + 1) of "rows": every key of table
+ * id starts with its 4 bytes, and id + 1 (ids stay below 2^32 - 1) is above
+ * all of them and at or below every key of the next table, however long or
+ * large its keys.  The bounds are also set on the read options, so RocksDB
+ * stops at them instead of reading into the next table's blocks. */
+void cdc__scan_open(cdc_store_t *st, const cdc__table *t, const rocksdb_snapshot_t *snap, int no_fill,
+                    const char *lower, size_t lower_len, const char *upper, size_t upper_len, cdc__scan *s)
+{
+    memset(s, 0, sizeof *s);
+    s->t = t;
+    s->ro = rocksdb_readoptions_create();
+    if (snap) rocksdb_readoptions_set_snapshot(s->ro, snap);
+    if (no_fill) rocksdb_readoptions_set_fill_cache(s->ro, 0);
+    cdc__table_key(t, lower, lower ? lower_len : 0, &s->lo);
+    if (upper) cdc__table_key(t, upper, upper_len, &s->hi);
+    else if (t->id) put_table_id(&s->hi, t->id + 1);
+    if (s->lo.len) rocksdb_readoptions_set_iterate_lower_bound(s->ro, s->lo.p, s->lo.len);
+    if (s->hi.len) rocksdb_readoptions_set_iterate_upper_bound(s->ro, s->hi.p, s->hi.len);
+    s->it = rocksdb_create_iterator_cf(st->db, s->ro, t->cf);
+    if (s->lo.len) rocksdb_iter_seek(s->it, s->lo.p, s->lo.len);
+    else rocksdb_iter_seek_to_first(s->it);
+}
+
+int cdc__scan_row(const cdc__scan *s, const char **key, size_t *key_len, const char **val, size_t *val_len)
+{
+    if (!rocksdb_iter_valid(s->it)) return 0;
+    size_t p = cdc__table_prefix_len(s->t), kl;
+    const char *k = rocksdb_iter_key(s->it, &kl);
+    if (kl < p) return 0; /* not a row of the table: the bounds exclude it */
+    *key = k + p;
+    *key_len = kl - p;
+    *val = rocksdb_iter_value(s->it, val_len);
+    return 1;
+}
+
+void cdc__scan_next(cdc__scan *s)
+{
+    rocksdb_iter_next(s->it);
+}
+
+char *cdc__scan_error(const cdc__scan *s)
+{
+    char *e = NULL;
+    rocksdb_iter_get_error(s->it, &e);
+    return e;
+}
+
+void cdc__scan_close(cdc__scan *s)
+{
+    if (s->it) rocksdb_iter_destroy(s->it);
+    if (s->ro) rocksdb_readoptions_destroy(s->ro);
+    cdc__buf_free(&s->lo);
+    cdc__buf_free(&s->hi);
+    memset(s, 0, sizeof *s);
+}
+
 /* ---- The view iterator ---- */
 
 struct cdc_iter {
     cdc_store_t *st;
     cdc__table *t;
-    rocksdb_iterator_t *it;
-    rocksdb_readoptions_t *ro;
+    cdc__scan scan;
     const rocksdb_snapshot_t *snap;
     cdc__buf lower, upper, keyjson;
     int include_deleted;
-    int started;
+    int started, opened;
     const char **vals;
     size_t *lens;
 };
@@ -1231,11 +1502,9 @@ int cdc_iter_open(cdc_store_t *st, const char *table, const cdc_iter_options_t *
     if (o && o->upper_json && (rc = parse_key(st, t, o->upper_json, &it->upper, err))) goto fail;
     it->include_deleted = o ? o->include_deleted : 0;
     it->snap = rocksdb_create_snapshot(st->db);
-    it->ro = rocksdb_readoptions_create();
-    rocksdb_readoptions_set_snapshot(it->ro, it->snap);
-    rocksdb_readoptions_set_fill_cache(it->ro, 0);
-    if (it->upper.len) rocksdb_readoptions_set_iterate_upper_bound(it->ro, it->upper.p, it->upper.len);
-    it->it = rocksdb_create_iterator_cf(st->db, it->ro, t->cf);
+    cdc__scan_open(st, t, it->snap, 1, it->lower.len ? it->lower.p : NULL, it->lower.len,
+                   it->upper.len ? it->upper.p : NULL, it->upper.len, &it->scan);
+    it->opened = 1;
     it->vals = cdc__calloc(t->ncols + 1, sizeof *it->vals);
     it->lens = cdc__calloc(t->ncols + 1, sizeof *it->lens);
     *out = it;
@@ -1248,16 +1517,12 @@ fail:
 int cdc_iter_next(cdc_iter_t *it, cdc_row_t *row, cdc_error_t *err)
 {
     for (;;) {
-        if (!it->started) {
-            it->started = 1;
-            if (it->lower.len) rocksdb_iter_seek(it->it, it->lower.p, it->lower.len);
-            else rocksdb_iter_seek_to_first(it->it);
-        } else {
-            rocksdb_iter_next(it->it);
-        }
-        if (!rocksdb_iter_valid(it->it)) {
-            char *e = NULL;
-            rocksdb_iter_get_error(it->it, &e);
+        if (!it->started) it->started = 1; /* cdc__scan_open positioned it */
+        else cdc__scan_next(&it->scan);
+        size_t kl, vl;
+        const char *k, *v;
+        if (!cdc__scan_row(&it->scan, &k, &kl, &v, &vl)) {
+            char *e = cdc__scan_error(&it->scan);
             if (e) {
                 int rc = cdc__err(err, CDC_EIO, "table %s: iteration failed: %s", it->t->name, e);
                 free(e);
@@ -1265,8 +1530,6 @@ int cdc_iter_next(cdc_iter_t *it, cdc_row_t *row, cdc_error_t *err)
             }
             return 0;
         }
-        size_t kl, vl;
-        const char *k = rocksdb_iter_key(it->it, &kl), *v = rocksdb_iter_value(it->it, &vl);
         int rc = fill_row(it->t, k, kl, v, vl, &it->keyjson, it->vals, it->lens, row);
         if (rc == 1) continue; /* below the floor: absent */
         if (rc) return cdc__err(err, rc, "table %s: a stored row does not decode", it->t->name);
@@ -1278,8 +1541,7 @@ int cdc_iter_next(cdc_iter_t *it, cdc_row_t *row, cdc_error_t *err)
 void cdc_iter_close(cdc_iter_t *it)
 {
     if (!it) return;
-    if (it->it) rocksdb_iter_destroy(it->it);
-    if (it->ro) rocksdb_readoptions_destroy(it->ro);
+    if (it->opened) cdc__scan_close(&it->scan);
     if (it->snap) rocksdb_release_snapshot(it->st->db, it->snap);
     cdc__buf_free(&it->lower);
     cdc__buf_free(&it->upper);
@@ -1302,7 +1564,7 @@ int cdc_store_stats(cdc_store_t *st, const char *table, cdc_stats_t *out, cdc_er
 {
     memset(out, 0, sizeof *out);
     if (table) {
-        cdc__table *t;
+        cdc__table *t = NULL;
         int rc = cdc__table_get(st, table, 0, &t, err);
         if (rc) return rc;
         stats_out(t->stats, out);

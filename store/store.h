@@ -43,7 +43,9 @@ typedef struct cdc__colmeta {
 
 typedef struct cdc__table {
     char *name;                          /* "schema.table"; "" = records of no known table */
-    rocksdb_column_family_handle_t *cf;  /* NULL for "" */
+    rocksdb_column_family_handle_t *cf;  /* its rows' family: its own, or st->rows_cf; NULL for "" */
+    uint32_t id;                         /* 0: rows in its own family "t:<name>"; else the
+                                          * prefix of its rows in "rows" (store.c's head) */
     char **cols;                         /* column names, append-only */
     size_t ncols, capcols;
     cdc__colmeta *colmeta;               /* per column, capcols of them */
@@ -69,6 +71,47 @@ typedef struct cdc__table {
     uint64_t session_read;               /* stats[CDC__ST_READ] at open (0 for a new table) */
     int bloom;                           /* its family's memtable bloom was switched on (store.c) */
 } cdc__table;
+
+/* ---- A table's rows in its family ----
+ * Every read and write of a table's rows goes through these, so that each
+ * caller works for both layouts (store.c's head): a table in its own family
+ * stores a row under its encoded key, a prefixed table under the 4-byte
+ * big-endian table id followed by the encoded key. */
+#define CDC__TABLE_PREFIX 4
+
+/* The bytes of t's rows that precede an encoded key (0 or 4). */
+static inline size_t cdc__table_prefix_len(const cdc__table *t)
+{
+    return t->id ? CDC__TABLE_PREFIX : 0;
+}
+
+/* Appends to out the key under which t stores the row of encoded key
+ * key[0..len) in t->cf.  out is not reset first. */
+void cdc__table_key(const cdc__table *t, const char *key, size_t len, cdc__buf *out);
+
+/* An iterator over t's rows in key order, from the encoded key lower (or the
+ * first row) up to, excluding, the encoded key upper (or past the last row);
+ * it never yields another table's row.  Keys it yields are encoded keys, the
+ * table's prefix removed. */
+typedef struct cdc__scan {
+    const cdc__table *t;
+    rocksdb_iterator_t *it;
+    rocksdb_readoptions_t *ro;
+    cdc__buf lo, hi;                     /* the bounds; they must outlive it */
+} cdc__scan;
+
+/* Opens s over t's rows (optionally at a snapshot, without filling the block
+ * cache when no_fill) and positions it on the first row at or after lower.
+ * lower/upper NULL: unbounded within the table.  Close with cdc__scan_close. */
+void cdc__scan_open(cdc_store_t *st, const cdc__table *t, const rocksdb_snapshot_t *snap, int no_fill,
+                    const char *lower, size_t lower_len, const char *upper, size_t upper_len, cdc__scan *s);
+/* 1 when positioned on a row; its encoded key and value, valid until the
+ * next move.  0 at the end (or on an error: cdc__scan_error). */
+int cdc__scan_row(const cdc__scan *s, const char **key, size_t *key_len, const char **val, size_t *val_len);
+void cdc__scan_next(cdc__scan *s);
+/* The iterator's error after the end, to be freed; NULL if none. */
+char *cdc__scan_error(const cdc__scan *s);
+void cdc__scan_close(cdc__scan *s);
 
 typedef struct cdc__mark {               /* from offset on, partition streams in epoch */
     char *topic;
@@ -97,11 +140,17 @@ struct cdc_store {
     rocksdb_readoptions_t *ro;
     rocksdb_writeoptions_t *wo, *wo_sync;
     rocksdb_column_family_handle_t *default_cf, *meta_cf, *dlq_cf;
+    rocksdb_column_family_handle_t *rows_cf; /* "rows": prefixed tables; NULL when a read-only
+                                              * open finds a replica without it */
+    uint32_t next_table_id;              /* the id the next new table gets (1 + the highest) */
+    int rows_bloom;                      /* "rows" got its memtable bloom this session */
     int read_only;
     uint64_t min_free;                   /* bytes that must stay free (cdc_open_options_t) */
     int broken;                          /* a write failed: in-memory state is not trusted */
     cdc__table **tables;
     size_t ntables;
+    uint32_t *tabhash;                   /* open addressing over tables by name: index + 1, 0 empty */
+    size_t tabhcap;                      /* slots, a power of two above 2 x ntables */
     cdc__mark *marks;
     size_t nmarks;
     cdc__pos *pos;
@@ -145,6 +194,19 @@ void cdc__table_live(cdc__table *t);
 char *cdc__table_check_types(cdc__table *t, const cdc__version *ver, const cdc__buf *types);
 /* Adds the table's metadata and counters to wb when dirty. */
 void cdc__table_flush(cdc_store_t *st, cdc__table *t, rocksdb_writebatch_t *wb);
+
+/* Epoch marks, kept sorted by (topic, partition, offset): the epoch of the
+ * last mark of (topic, partition) at or before offset, 0 if none; adding a
+ * mark takes topic (a malloc'd string) and replaces the epoch of an equal
+ * position. */
+uint64_t cdc__mark_at(const cdc_store_t *st, const char *topic, int32_t partition, int64_t offset);
+void cdc__mark_add(cdc_store_t *st, char *topic, int32_t partition, int64_t offset, uint64_t epoch);
+
+/* Source positions, kept sorted by (topic, partition): the index of
+ * (topic, partition) with *found 1, or where it goes with *found 0; an
+ * insertion at that index takes topic (a malloc'd string). */
+size_t cdc__pos_find(const cdc_store_t *st, const char *topic, int32_t partition, int *found);
+void cdc__pos_insert(cdc_store_t *st, size_t i, char *topic, int32_t partition, int64_t offset);
 
 /* Meta keys. */
 void cdc__meta_key_pos(cdc__buf *k, const char *topic, int32_t partition);
