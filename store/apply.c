@@ -276,7 +276,7 @@ static int fold_take_row(fold *f, cdc__table *t, const cdc__buf *row, int live, 
                          uint64_t *unresolved)
 {
     const char *p = row->p, *end = row->p + row->len;
-    uint64_t n, nl, tag;
+    uint64_t n;
     if (!row->len) {
         for (size_t i = 0; i < f->ncols; i++) f->cols[i].set = 0;
         return 0;
@@ -286,12 +286,11 @@ static int fold_take_row(fold *f, cdc__table *t, const cdc__buf *row, int live, 
      * are dropped (the event carries the whole row). */
     for (size_t i = 0; i < f->ncols; i++) f->cols[i].set = f->cols[i].set ? 2 : 0;
     for (uint64_t i = 0; i < n; i++) {
-        if (cdc__get_varint(&p, end, &nl) || (uint64_t)(end - p) < nl) return CDC_ECORRUPT;
-        size_t idx = cdc__table_col(t, p, nl);
-        p += nl;
-        if (cdc__get_varint(&p, end, &tag)) return CDC_ECORRUPT;
-        size_t vl = tag >= CDC__V_TEXT ? (size_t)(tag - CDC__V_TEXT) : 0;
-        if ((size_t)(end - p) < vl) return CDC_ECORRUPT;
+        const char *name, *v;
+        size_t nl, vl;
+        int tag;
+        if (cdc__evrow_next(&p, end, &name, &nl, &tag, &v, &vl)) return CDC_ECORRUPT;
+        size_t idx = cdc__table_col(t, name, nl);
         fold_grow(f, t->ncols);
         colval *c = &f->cols[idx];
         if (tag == CDC__V_UNAVAILABLE) {
@@ -306,9 +305,8 @@ static int fold_take_row(fold *f, cdc__table *t, const cdc__buf *row, int live, 
                 (*unresolved)++;
             }
         } else {
-            *c = (colval){(int)(tag >= CDC__V_TEXT ? CDC__V_TEXT : tag), p, vl, 1};
+            *c = (colval){tag, v, vl, 1};
         }
-        p += vl;
     }
     for (size_t i = 0; i < f->ncols; i++)
         if (f->cols[i].set == 2) f->cols[i].set = 0;
@@ -878,26 +876,16 @@ static int tombstone_key(apply_ctx *a, cdc__table *t, const group *gr)
 }
 
 /* The column set an applied upsert carried, for the table's column history
- * (store/store.c, "Column history"). */
+ * (store/store.c, "Column history"): after fold_take_row, exactly the
+ * columns of the event row are set in the fold. */
 static int note_columns(apply_ctx *a, cdc__table *t, const cdc__event *ev, const cdc__version *ver)
 {
+    const fold *f = &a->f;
     if (a->prescap < t->ncols) {
         a->prescap = t->ncols * 2;
         a->present = cdc__realloc(a->present, a->prescap);
     }
-    memset(a->present, 0, t->ncols);
-    const char *p = ev->row.p, *end = p + ev->row.len;
-    uint64_t n, nl, tag;
-    if (ev->row.len && cdc__get_varint(&p, end, &n)) return CDC_ECORRUPT;
-    for (uint64_t i = 0; ev->row.len && i < n; i++) {
-        if (cdc__get_varint(&p, end, &nl) || (uint64_t)(end - p) < nl) return CDC_ECORRUPT;
-        a->present[cdc__table_col(t, p, nl)] = 1;
-        p += nl;
-        if (cdc__get_varint(&p, end, &tag)) return CDC_ECORRUPT;
-        size_t vl = tag >= CDC__V_TEXT ? (size_t)(tag - CDC__V_TEXT) : 0;
-        if ((size_t)(end - p) < vl) return CDC_ECORRUPT;
-        p += vl;
-    }
+    for (size_t i = 0; i < t->ncols; i++) a->present[i] = i < f->ncols && f->cols[i].set;
     return cdc__table_note_columns(t, ver, a->present, &ev->defaults);
 }
 

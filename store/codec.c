@@ -267,6 +267,23 @@ void cdc__evrow_add(cdc__buf *b, const char *name, size_t name_len, int tag, con
     }
 }
 
+int cdc__evrow_next(const char **p, const char *end, const char **name, size_t *name_len, int *tag,
+                    const char **v, size_t *vlen)
+{
+    uint64_t nl, t;
+    if (cdc__get_varint(p, end, &nl) || (uint64_t)(end - *p) < nl) return CDC_ECORRUPT;
+    *name = *p;
+    *name_len = (size_t)nl;
+    *p += nl;
+    if (cdc__get_varint(p, end, &t)) return CDC_ECORRUPT;
+    *vlen = t >= CDC__V_TEXT ? (size_t)(t - CDC__V_TEXT) : 0;
+    if ((size_t)(end - *p) < *vlen) return CDC_ECORRUPT;
+    *tag = t >= CDC__V_TEXT ? CDC__V_TEXT : (int)t;
+    *v = *p;
+    *p += *vlen;
+    return 0;
+}
+
 /* ---- Stored values ---- */
 
 void cdc__value_encode(cdc__buf *out, int flags, const cdc__version *ver, int64_t ts_ms,

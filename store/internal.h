@@ -139,6 +139,12 @@ enum { CDC__V_NULL = 0, CDC__V_UNAVAILABLE = 1, CDC__V_TEXT = 2 };
  * varint tag, value bytes. */
 void cdc__evrow_add(cdc__buf *b, const char *name, size_t name_len, int tag, const char *v,
                     size_t vlen);
+/* Reads the column of an event row at *p (after its leading count) and
+ * advances *p: its name (not NUL-terminated), its tag (CDC__V_NULL,
+ * CDC__V_UNAVAILABLE or CDC__V_TEXT) and, for text, its value.  The one
+ * reader of the format; 0, or CDC_ECORRUPT past end. */
+int cdc__evrow_next(const char **p, const char *end, const char **name, size_t *name_len, int *tag,
+                    const char **v, size_t *vlen);
 
 /* Ordering version (the rule and its argument: store/apply.c).  Compared
  * as (epoch, kind, then the position): when both versions know their commit

@@ -400,19 +400,16 @@ int cdc__table_note_columns(cdc__table *t, const cdc__version *ver, const unsign
     }
     if (!defaults->len) return 0;
     const char *p = defaults->p, *end = p + defaults->len;
-    uint64_t n, nl, tag;
+    uint64_t n;
     if (cdc__get_varint(&p, end, &n)) return CDC_ECORRUPT;
     for (uint64_t d = 0; d < n; d++) {
-        if (cdc__get_varint(&p, end, &nl) || (uint64_t)(end - p) < nl) return CDC_ECORRUPT;
-        size_t i = cdc__table_col(t, p, nl);
-        p += nl;
-        if (cdc__get_varint(&p, end, &tag)) return CDC_ECORRUPT;
-        size_t vl = tag >= CDC__V_TEXT ? (size_t)(tag - CDC__V_TEXT) : 0;
-        if ((size_t)(end - p) < vl) return CDC_ECORRUPT;
-        cdc__colmeta *m = &t->colmeta[i];
-        const char *v = tag >= CDC__V_TEXT ? p : NULL;
-        p += vl;
+        const char *name, *v;
+        size_t nl, vl;
+        int tag;
+        if (cdc__evrow_next(&p, end, &name, &nl, &tag, &v, &vl)) return CDC_ECORRUPT;
         if (tag == CDC__V_UNAVAILABLE) continue; /* a default the decoder could not read: unknown */
+        if (tag != CDC__V_TEXT) v = NULL;
+        cdc__colmeta *m = &t->colmeta[cdc__table_col(t, name, nl)];
         if (m->dflt_known && ((!v && !m->dflt) || (v && m->dflt && strlen(m->dflt) == vl && !memcmp(v, m->dflt, vl))))
             continue;
         free(m->dflt);
@@ -453,17 +450,15 @@ static int type_keeps_values(const char *a, const char *b)
 char *cdc__table_check_types(cdc__table *t, const cdc__version *ver, const cdc__buf *types)
 {
     const char *p = types->p, *end = p + types->len;
-    uint64_t n, nl, tag;
+    uint64_t n;
     if (!types->len || cdc__get_varint(&p, end, &n)) return NULL;
     for (uint64_t d = 0; d < n; d++) {
-        if (cdc__get_varint(&p, end, &nl) || (uint64_t)(end - p) < nl) return NULL;
-        size_t i = cdc__table_col(t, p, nl);
-        p += nl;
-        if (cdc__get_varint(&p, end, &tag)) return NULL;
-        size_t vl = tag >= CDC__V_TEXT ? (size_t)(tag - CDC__V_TEXT) : 0;
-        if ((size_t)(end - p) < vl || !vl) return NULL;
-        char *ty = cdc__strndup(p, vl);
-        p += vl;
+        const char *name, *v;
+        size_t nl, vl;
+        int tag;
+        if (cdc__evrow_next(&p, end, &name, &nl, &tag, &v, &vl) || tag != CDC__V_TEXT || !vl) return NULL;
+        char *ty = cdc__strndup(v, vl);
+        size_t i = cdc__table_col(t, name, nl);
         cdc__colmeta *m = &t->colmeta[i];
         if (m->type && !strcmp(m->type, ty)) {
             if (cdc__version_cmp(ver, &m->type_ver) < 0) m->type_ver = *ver;
