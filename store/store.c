@@ -623,6 +623,23 @@ static void promote_bloom(cdc_store_t *st, cdc__table *t)
     }
 }
 
+void cdc__table_flush(cdc_store_t *st, cdc__table *t, rocksdb_writebatch_t *wb);
+
+/* Writes a table's dirty metadata and counters now, on their own (outside
+ * an apply).  CDC_EIO when the write fails. */
+static int table_write(cdc_store_t *st, cdc__table *t, const rocksdb_writeoptions_t *wo, cdc_error_t *err)
+{
+    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+    cdc__table_flush(st, t, wb);
+    char *e = NULL;
+    rocksdb_write(st->db, wo, wb, &e);
+    rocksdb_writebatch_destroy(wb);
+    if (!e) return 0;
+    int rc = cdc__err(err, CDC_EIO, "table %s: write failed: %s", t->name, e);
+    free(e);
+    return rc;
+}
+
 void cdc__table_flush(cdc_store_t *st, cdc__table *t, rocksdb_writebatch_t *wb)
 {
     if (t->stats_dirty) promote_bloom(st, t);
@@ -845,12 +862,7 @@ static void note_rollback(cdc_store_t *st, const char *damage)
     if (st->read_only || cdc__table_get(st, "", 1, &t, NULL)) return;
     t->stats[CDC__ST_ROLLBACKS]++;
     t->stats_dirty = 1;
-    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-    cdc__table_flush(st, t, wb);
-    char *e = NULL;
-    rocksdb_write(st->db, st->wo_sync, wb, &e);
-    rocksdb_writebatch_destroy(wb);
-    free(e);
+    table_write(st, t, st->wo_sync, NULL);
 }
 
 int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **out, cdc_error_t *err)
@@ -1305,16 +1317,7 @@ int cdc_store_resume_table(cdc_store_t *st, const char *table, cdc_error_t *err)
         t->colmeta[i].type = NULL;
     }
     t->meta_dirty = 1;
-    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-    cdc__table_flush(st, t, wb);
-    char *e = NULL;
-    rocksdb_write(st->db, st->wo, wb, &e);
-    rocksdb_writebatch_destroy(wb);
-    if (e) {
-        st->broken = 1;
-        rc = cdc__err(err, CDC_EIO, "table %s: write failed: %s", table, e);
-        free(e);
-    }
+    if ((rc = table_write(st, t, st->wo, err))) st->broken = 1;
     return rc;
 }
 

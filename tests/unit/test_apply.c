@@ -54,15 +54,7 @@ static void recs_free(recs *rs)
     memset(rs, 0, sizeof *rs);
 }
 
-static char *fmt(const char *f, ...)
-{
-    va_list ap;
-    char *s = NULL;
-    va_start(ap, f);
-    cr_assert(vasprintf(&s, f, ap) >= 0);
-    va_end(ap);
-    return s;
-}
+#define fmt tu_fmt
 
 /* ---- The pipeline document's events ---- */
 

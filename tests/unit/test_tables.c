@@ -22,15 +22,7 @@
 
 static const char *const key_text[NK] = {"-9223372036854775808", "1", "2", "3", "4", "9223372036854775807"};
 
-static char *fmt(const char *f, ...)
-{
-    va_list ap;
-    char *s = NULL;
-    va_start(ap, f);
-    cr_assert(vasprintf(&s, f, ap) >= 0);
-    va_end(ap);
-    return s;
-}
+#define fmt tu_fmt
 
 /* A record of table public.tNNNN (topic shop.public.tNNNN): op c/u/d/r of
  * key k with value v, at lsn; snapshot "false", "first", "true" or "last". */

@@ -8,6 +8,7 @@
 
 #include <criterion/criterion.h>
 #include <ftw.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,18 @@ static inline char *tu_env(const char *op, const char *before, const char *after
                       "\"ts_ms\":1700000000001}",
                       before ? before : "null", after ? after : "null", snapshot ? snapshot : "false", lsn, op);
     cr_assert(rc > 0);
+    return s;
+}
+
+/* A malloc'd printf string (the test fails when it cannot be made). */
+static inline char *tu_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static inline char *tu_fmt(const char *f, ...)
+{
+    va_list ap;
+    char *s = NULL;
+    va_start(ap, f);
+    cr_assert(vasprintf(&s, f, ap) >= 0);
+    va_end(ap);
     return s;
 }
 
