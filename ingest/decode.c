@@ -682,9 +682,11 @@ static void put_time(cdc__buf *b, int64_t us)
 static void put_timestamp(cdc__buf *b, int64_t us)
 {
     int64_t days = floor_div(us, 86400000000LL);
+    int64_t tod = us % 86400000000LL; /* not us - days * ...: that overflows near INT64_MIN */
+    if (tod < 0) tod += 86400000000LL;
     int bc = put_date(b, days);
     cdc__buf_putc(b, ' ');
-    put_time(b, us - days * 86400000000LL);
+    put_time(b, tod);
     if (bc) cdc__buf_puts(b, " BC");
 }
 
