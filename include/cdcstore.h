@@ -292,6 +292,21 @@ CDC_API void cdc_iter_close(cdc_iter_t *it);
 CDC_API int cdc_store_columns(cdc_store_t *st, const char *table, const char *const **names,
                               size_t *n, cdc_error_t *err);
 
+/* The types of the columns cdc_store_columns() gives, one descriptor per
+ * column (NULL when no type is known: envelopes without schemas and no
+ * cdc_store_set_column_type()).  A descriptor is the Kafka Connect type of
+ * the column's newest schema, with "/" and the logical type's name when
+ * there is one: "int16", "int32", "int64", "float32", "float64", "boolean",
+ * "string", "bytes", "string/io.debezium.data.Uuid",
+ * "string/io.debezium.data.Json", "int32/io.debezium.time.Date",
+ * "int64/io.debezium.time.MicroTimestamp",
+ * "string/io.debezium.time.ZonedTimestamp", ...; a NUMERIC is "decimal:S:P"
+ * (scale S, precision P; "decimal:S" when the precision is not known) or
+ * "decimal" when unconstrained.  The typed exports (Parquet, Delta) map them
+ * to their types.  Ownership: borrowed until the next call, apply or close. */
+CDC_API int cdc_store_column_types(cdc_store_t *st, const char *table, const char *const **types,
+                                   size_t *n, cdc_error_t *err);
+
 /* Why table is stopped, in *reason (borrowed until the next apply or close),
  * or NULL when it is not.  A table stops when a column's type changes at
  * the source in a way that can change the values of rows the source

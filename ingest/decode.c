@@ -1099,8 +1099,9 @@ static const cJSON *field_schema(const cJSON *fields, const char *col, int i)
     return NULL;
 }
 
-/* A field's type for the store's type-change check: "decimal:S" for a
- * NUMERIC of scale S, "decimal" for an unconstrained one, else the Connect
+/* A field's type for the store's type-change check and the typed exports:
+ * "decimal:S:P" for a NUMERIC of scale S and precision P ("decimal:S" when
+ * the schema gives no precision), "decimal" for an unconstrained one, else the Connect
  * type, with "/name" for a logical type ("int32/io.debezium.time.Date"). */
 static void type_descriptor(const cJSON *fs, cdc__buf *out)
 {
@@ -1108,7 +1109,9 @@ static void type_descriptor(const cJSON *fs, cdc__buf *out)
     const char *name = cJSON_IsString(nm) ? nm->valuestring : NULL;
     if (name && !strcmp(name, "org.apache.kafka.connect.data.Decimal")) {
         const cJSON *sc = member(member(fs, "parameters"), "scale");
+        const cJSON *pr = member(member(fs, "parameters"), "connect.decimal.precision");
         cdc__buf_printf(out, "decimal:%s", cJSON_IsString(sc) ? sc->valuestring : "?");
+        if (cJSON_IsString(pr)) cdc__buf_printf(out, ":%s", pr->valuestring);
     } else if (name && !strcmp(name, "io.debezium.data.VariableScaleDecimal")) {
         cdc__buf_puts(out, "decimal");
     } else {

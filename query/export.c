@@ -89,8 +89,12 @@ static int part_begin(part *p)
 {
     const char *const *names;
     size_t n;
+    const char *const *types;
+    size_t nt;
     int rc = cdc_store_columns(p->st, p->table, &names, &n, &p->err);
+    if (!rc) rc = cdc_store_column_types(p->st, p->table, &types, &nt, &p->err);
     if (rc) return rc;
+    p->ctx.types = types;
     if ((rc = p->fmt->begin(&p->ctx, names, n)))
         return cdc__err(&p->err, rc, "export of %s: %s header: %s", p->table, p->fmt->name, cdc_strerror(rc));
     return 0;

@@ -49,6 +49,8 @@ typedef struct cdc__export_ctx {
     cdc__buf *out;
     uint64_t offset;  /* bytes of the export before out->p[0] (a second context: its own) */
     void *state;      /* the format's own; NULL at first, freed by release */
+    const char *const *types; /* at begin: the columns' type descriptors
+                               * (cdc_store_column_types; an entry may be NULL) */
 } cdc__export_ctx;
 
 /* How a table's rows become bytes.  For one export the driver calls begin

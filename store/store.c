@@ -424,8 +424,10 @@ int cdc__table_note_columns(cdc__table *t, const cdc__version *ver, const unsign
  * as the source now holds it.  The source rewrites its rows when a type
  * changes, and that rewrite emits no change events: only changes that keep
  * each value (loaded back with the new type, it is equal) are applied.
- * Descriptors: "int16", "int32", "int64", "decimal:S" (NUMERIC(p,S)),
- * "decimal" (unconstrained NUMERIC), others compared as they are
+ * Descriptors: "int16", "int32", "int64", "decimal:S" or "decimal:S:P"
+ * (NUMERIC(P,S): the precision bounds the values, it never changes one, so
+ * only the scale is compared), "decimal" (unconstrained NUMERIC), others
+ * compared as they are
  * ("string" for text and varchar(n) alike). */
 static int type_keeps_values(const char *a, const char *b)
 {
@@ -550,6 +552,8 @@ static void table_free(cdc__table *t)
     free(t->colmeta);
     free(t->live);
     free(t->livenames);
+    for (size_t i = 0; i < t->nlivetypes; i++) free(t->livetypes[i]);
+    free(t->livetypes);
     free(t->colhash);
     free(t->keycols);
     free(t->epochs);
@@ -1290,6 +1294,45 @@ int cdc_store_columns(cdc_store_t *st, const char *table, const char *const **na
     if (rc) return rc;
     cdc__table_live(t);
     *names = (const char *const *)t->livenames;
+    *n = t->nlive;
+    return 0;
+}
+
+/* The descriptor of a column declared without schemas
+ * (cdc_store_set_column_type), in the decoder's words, or NULL. */
+static char *declared_type(const cdc_store_t *st, const char *table, const char *column)
+{
+    int code = cdc__store_column_type(st, table, column);
+    switch (code) {
+    case CDC__COL_NONE: return NULL;
+    case CDC__COL_MICROTIMESTAMP: return cdc__strdup("int64/io.debezium.time.MicroTimestamp");
+    case CDC__COL_TIMESTAMP_MS: return cdc__strdup("int64/io.debezium.time.Timestamp");
+    case CDC__COL_DATE: return cdc__strdup("int32/io.debezium.time.Date");
+    case CDC__COL_MICROTIME: return cdc__strdup("int64/io.debezium.time.MicroTime");
+    case CDC__COL_BYTEA: return cdc__strdup("bytes");
+    default: break;
+    }
+    if (code < 0) return NULL;
+    char b[32];
+    snprintf(b, sizeof b, "decimal:%d", code);
+    return cdc__strdup(b);
+}
+
+int cdc_store_column_types(cdc_store_t *st, const char *table, const char *const **types, size_t *n,
+                           cdc_error_t *err)
+{
+    cdc__table *t = NULL;
+    int rc = cdc__table_get(st, table, 0, &t, err);
+    if (rc) return rc;
+    cdc__table_live(t);
+    for (size_t i = 0; i < t->nlivetypes; i++) free(t->livetypes[i]);
+    t->livetypes = cdc__realloc(t->livetypes, (t->nlive + 1) * sizeof *t->livetypes);
+    for (size_t i = 0; i < t->nlive; i++) {
+        const cdc__colmeta *m = &t->colmeta[t->live[i]];
+        t->livetypes[i] = m->type ? cdc__strdup(m->type) : declared_type(st, table, t->livenames[i]);
+    }
+    t->nlivetypes = t->nlive;
+    *types = (const char *const *)t->livetypes;
     *n = t->nlive;
     return 0;
 }

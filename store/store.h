@@ -56,6 +56,8 @@ typedef struct cdc__table {
     char **livenames;                    /* their names (borrowed from cols) */
     size_t nlive;
     int live_dirty;                      /* live must be rebuilt (cdc__table_live) */
+    char **livetypes;                    /* cdc_store_column_types' answer, nlivetypes of them */
+    size_t nlivetypes;
     uint32_t *colhash;                   /* open addressing over cols: index + 1, 0 empty */
     size_t colhcap;                      /* slots, a power of two above 2 x ncols */
     char **keycols;

@@ -1404,7 +1404,7 @@ inv_stopped() {
     out=$("$CDC" tables --db "$1") || { echo "cdcstore tables exited $?"; return 1; }
     local line
     line=$(grep -P '^public\.inventory\t' <<<"$out")
-    [[ $line == *"stopped: "*"column amount changed type from decimal:2 to decimal:0"* ]] || {
+    [[ $line =~ stopped:\ .*column\ amount\ changed\ type\ from\ decimal:2(:[0-9]+)?\ to\ decimal:0(:[0-9]+)? ]] || {
         echo "public.inventory not shown stopped for amount decimal:2 -> decimal:0: ${line:-no line}"
         echo "$out"
         return 1
@@ -1423,8 +1423,8 @@ inv_stopped() {
 inv_dlq() {
     "$CDC" dlq list --db "$1" --json >"$WORK/dlq-10.json" || { echo "cdcstore dlq list exited $?"; return 1; }
     jq -r --arg t "$2" 'if .topic != $t then "other topic \(.topic)"
-        elif (.reason | test("^\\Q\($t)\\E\\[\\d+\\]@\\d+: table public\\.inventory is stopped: column amount changed type from decimal:2 to decimal:0")) then "stopped"
-        elif (.reason | test("^\\Q\($t)\\E\\[\\d+\\]@\\d+: column amount changed type from decimal:2 to decimal:0")) then "change"
+        elif (.reason | test("^\\Q\($t)\\E\\[\\d+\\]@\\d+: table public\\.inventory is stopped: column amount changed type from decimal:2(:\\d+)? to decimal:0(:\\d+)?")) then "stopped"
+        elif (.reason | test("^\\Q\($t)\\E\\[\\d+\\]@\\d+: column amount changed type from decimal:2(:\\d+)? to decimal:0(:\\d+)?")) then "change"
         else "other reason: \(.reason)" end' "$WORK/dlq-10.json" | sort | uniq -c | awk '{ $1 = $1; print }' >"$WORK/dlq-10.sum"
     same "dead letters" "$(paste -sd';' "$WORK/dlq-10.sum")" "1 change;$(($3 - 1)) stopped" || return 1
     echo "$(paste -sd';' "$WORK/dlq-10.sum")"

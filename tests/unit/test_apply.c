@@ -644,6 +644,60 @@ Test(schema, narrowing_type_change_stops_the_table_until_resumed)
     free(dir);
 }
 
+/* The column types the typed exports read: the newest schema's descriptor
+ * per live column (a NUMERIC with its scale and precision), the declared
+ * type of a column without schemas, NULL when nothing is known; a NUMERIC
+ * whose precision grows keeps its values and does not stop the table. */
+Test(schema, column_types_follow_the_newest_schema)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    recs rs = {0};
+    long o = 0;
+#define F_AMT(p) "{\"type\":\"bytes\",\"optional\":true,\"name\":\"org.apache.kafka.connect.data.Decimal\"," \
+                 "\"parameters\":{\"scale\":\"2\",\"connect.decimal.precision\":\"" p "\"},\"field\":\"amt\"}"
+#define F_DAY "{\"type\":\"int32\",\"optional\":true,\"name\":\"io.debezium.time.Date\",\"field\":\"day\"}"
+    recs_add(&rs, T, 0, o++, strdup("{\"order_id\":1}"),
+             env_schema("r", "[" F_ID "," F_AMT("10") "," F_DAY "]", "{\"order_id\":1,\"amt\":\"AQ==\",\"day\":1}",
+                        100, "last"));
+    recs_add(&rs, T, 0, o++, strdup("{\"order_id\":2}"),
+             env_schema("c", "[" F_ID "," F_AMT("12") "," F_DAY "]", "{\"order_id\":2,\"amt\":\"Ag==\",\"day\":2}",
+                        200, "false"));
+    cdc_apply_result_t r = tu_apply(st, rs.r, rs.n);
+    cr_assert_eq(r.dead_letters, 0, "a larger precision keeps every value");
+    const char *const *ty;
+    size_t n;
+    cr_assert_eq(cdc_store_column_types(st, "public.orders", &ty, &n, NULL), 0);
+    cr_assert_eq(n, 3);
+    cr_assert_str_eq(ty[0], "int32");
+    cr_assert_str_eq(ty[1], "decimal:2:12");
+    cr_assert_str_eq(ty[2], "int32/io.debezium.time.Date");
+    char *v = tu_export(st, "public.orders", 0);
+    cr_assert_str_eq(v, "order_id,amt,day\n1,0.01,1970-01-02\n2,0.02,1970-01-03\n");
+    free(v);
+    /* without schemas: declared types, or nothing */
+    recs more = {0};
+    recs_add(&more, "shop.public.other", 0, 0, strdup("{\"id\":1}"),
+             env_t("public.other", "c", NULL, "{\"id\":1,\"at\":86400000000,\"w\":\"x\"}", 320, "false"));
+    cr_assert_eq(cdc_store_set_column_type(st, "public.other", "at", "timestamp", NULL), 0);
+    cr_assert_eq(cdc_store_set_column_type(st, "public.other", "price", "numeric:3", NULL), 0);
+    r = tu_apply(st, more.r, more.n);
+    cr_assert_eq(r.dead_letters, 0);
+    cr_assert_eq(cdc_store_column_types(st, "public.other", &ty, &n, NULL), 0);
+    cr_assert_eq(n, 3);
+    cr_assert_null(ty[0]);
+    cr_assert_str_eq(ty[1], "int64/io.debezium.time.MicroTimestamp");
+    cr_assert_null(ty[2]);
+    cr_assert_eq(cdc_store_column_types(st, "public.none", &ty, &n, NULL), CDC_ENOTFOUND);
+#undef F_AMT
+#undef F_DAY
+    recs_free(&rs);
+    recs_free(&more);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
+
 /* ---- Re-snapshot after the slot was dropped and recreated ---- */
 
 Test(resnapshot, rows_deleted_in_the_gap_disappear_and_replay_changes_nothing)
