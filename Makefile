@@ -12,7 +12,7 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -Iinclude -Istore $(PKG_CFLAGS) -DCDC_BUILDING_LIBRARY
-LDLIBS := $(PKG_LIBS) -lpthread -lm
+LDLIBS := $(PKG_LIBS) -lzstd -lsnappy -lpthread -lm
 # The command (not the library, which leaves the allocator to its embedder)
 # links jemalloc: decoding allocates many small objects on one thread that
 # the apply thread frees; glibc's malloc took about a fifth of the samples of
@@ -29,7 +29,7 @@ TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 DEB_PKGS := build-essential pkg-config librocksdb-dev librdkafka-dev libcjson-dev liburing-dev libjemalloc-dev \
 	libcriterion-dev libpq-dev postgresql-15 postgresql-client-15 kcat curl jq maven openjdk-17-jdk-headless \
-	gnuplot-nox time python3 clang
+	gnuplot-nox time python3 clang libzstd-dev libsnappy-dev
 
 .PHONY: all lib deps test test-unit test-asan test-install test-compat test-faults test-sanflags test-e2e demo pipeline-demo install clean bench
 
