@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <errno.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,15 +272,83 @@ static void export_progress(void *opaque, uint64_t rows, uint64_t bytes)
 }
 
 static const char *export_usage =
-    "usage: cdcstore export --db DIR --table SCHEMA.TABLE [--format csv|ndjson] [--meta]\n"
-    "                       [--where-key-range LOW:HIGH] [--output FILE] [--no-header]\n"
+    "usage: cdcstore export --db DIR --table SCHEMA.TABLE [--format csv|ndjson|parquet|delta]\n"
+    "                       [--meta] [--where-key-range LOW:HIGH] [--output PATH] [--no-header]\n"
+    "                       [--compression zstd|snappy|none] [--row-group-rows N] [--file-rows N]\n"
     "Writes the table's non-deleted rows in primary-key order.  CSV loads back with\n"
     "COPY t FROM 'file' (FORMAT csv, HEADER).  --meta adds __lsn and __deleted and\n"
     "includes deleted rows.  LOW and HIGH are keys as JSON ([10] or {\"id\":10});\n"
     "either may be empty; LOW is inclusive, HIGH exclusive.\n"
     "--output FILE replaces FILE atomically: FILE keeps its previous content until\n"
     "the new export is complete and synced, and stays as it was when the export\n"
-    "fails or is killed.  Without --output the rows go to standard output.\n";
+    "fails or is killed.  Without --output the rows go to standard output.\n"
+    "parquet: one Parquet file typed by the source's column types (from the\n"
+    "  envelopes' schemas; columns of no known type are strings), row groups of\n"
+    "  --row-group-rows rows (default 1000000), pages compressed with zstd\n"
+    "  (default), snappy or none.\n"
+    "delta: a Delta Lake table in the directory --output (required).  The first\n"
+    "  export writes version 0; each later one commits the next version, rewriting\n"
+    "  only the files of the key ranges whose rows changed (one file per range of\n"
+    "  --file-rows rows, default 1000000).  Readers keep the previous version\n"
+    "  until the commit, and older versions stay readable.\n"
+    "Without --table, every table is exported into the directory --output, as\n"
+    "TABLE.csv, TABLE.ndjson, TABLE.parquet or a Delta table TABLE/.\n";
+
+/* A positive count for a flag; 0 and a message on stderr when it is not. */
+static uint64_t export_count(const char *flag, const char *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (errno || end == v || *end || n == 0 || v[0] == '-') {
+        fprintf(stderr, "cdcstore export: %s %s: expected a positive whole number\n", flag, v);
+        return 0;
+    }
+    return n;
+}
+
+/* One table to one path in the export's format. */
+static int export_one(cdc_store_t *st, const char *table, cdc_export_options_t *eo, int delta, const char *output,
+                      progress *pg)
+{
+    cdc_error_t e = {0};
+    uint64_t rows = 0, unknown = 0;
+    eo->unknown_rows = &unknown;
+    int rc;
+    if (delta) {
+        cdc_delta_result_t r;
+        double t0 = now();
+        rc = cdc_export_delta(st, table, output, eo, &r, &e);
+        if (pg->tty) fputc('\n', stderr);
+        if (!rc && r.version < 0)
+            cli_printf_escaped(stdout,
+                               "%s: Delta table %s unchanged: %llu key ranges checked, none changed; nothing "
+                               "committed (%.1f s)",
+                               table, output, (unsigned long long)r.ranges_checked, now() - t0);
+        else if (!rc)
+            cli_printf_escaped(
+                stdout,
+                "%s: Delta table %s version %lld%s: %llu rows; %llu of %llu key ranges changed, %llu rows written "
+                "to %llu files (%.1f MB), %llu files removed, %llu kept (%.1f s)",
+                table, output, (long long)r.version,
+                r.created ? " (new)" : r.schema_changed ? " (schema changed: every file rewritten)" : "",
+                (unsigned long long)r.rows, (unsigned long long)r.ranges_changed,
+                (unsigned long long)r.ranges_checked, (unsigned long long)r.rows_written,
+                (unsigned long long)r.files_added, r.bytes_written / 1e6, (unsigned long long)r.files_removed,
+                (unsigned long long)r.files_kept, now() - t0);
+    } else {
+        rc = output ? cli_export_file(st, table, eo, output, &rows, &e) : cdc_export_fd(st, table, eo, 1, &rows, &e);
+        if (pg->tty) fputc('\n', stderr);
+    }
+    if (!rc && unknown)
+        cli_printf_escaped(stderr,
+                           "cdcstore export: warning: %s: %llu rows were written before a column appeared at the "
+                           "source, whose default no schema gave; that column is written as NULL there. Re-read "
+                           "the table (an incremental snapshot) to fill it",
+                           table, (unsigned long long)unknown);
+    if (rc) return cli_fail(&e, rc);
+    return EXIT_OK;
+}
 
 int cli_parse_range(const char *spec, char **lo, char **hi)
 {
@@ -308,18 +377,43 @@ static int cmd_export(int argc, char **argv)
     const char *db = NULL, *table = NULL, *output = NULL;
     cdc_export_options_t eo = {.header = 1};
     char *lo_key = NULL, *hi_key = NULL;
-    static struct option lo[] = {{"db", 1, 0, 'd'},     {"table", 1, 0, 't'},     {"format", 1, 0, 'f'},
-                                 {"meta", 0, 0, 'm'},   {"output", 1, 0, 'o'},    {"where-key-range", 1, 0, 'r'},
-                                 {"no-header", 0, 0, 'H'}, {"help", 0, 0, 'h'},   {0, 0, 0, 0}};
+    int delta = 0;
+    static struct option lo[] = {{"db", 1, 0, 'd'},          {"table", 1, 0, 't'},
+                                 {"format", 1, 0, 'f'},      {"meta", 0, 0, 'm'},
+                                 {"output", 1, 0, 'o'},      {"where-key-range", 1, 0, 'r'},
+                                 {"no-header", 0, 0, 'H'},   {"compression", 1, 0, 'c'},
+                                 {"row-group-rows", 1, 0, 'g'}, {"file-rows", 1, 0, 'F'},
+                                 {"help", 0, 0, 'h'},        {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "d:t:f:mo:r:Hh", lo, NULL)) != -1) {
         switch (c) {
         case 'd': db = optarg; break;
         case 't': table = optarg; break;
         case 'f':
+            delta = 0;
             if (!strcmp(optarg, "csv")) eo.format = CDC_FORMAT_CSV;
             else if (!strcmp(optarg, "ndjson")) eo.format = CDC_FORMAT_NDJSON;
-            else { fprintf(stderr, "cdcstore export: --format takes csv or ndjson\n"); return EXIT_USAGE; }
+            else if (!strcmp(optarg, "parquet")) eo.format = CDC_FORMAT_PARQUET;
+            else if (!strcmp(optarg, "delta")) eo.format = CDC_FORMAT_PARQUET, delta = 1;
+            else {
+                fprintf(stderr, "cdcstore export: --format takes csv, ndjson, parquet or delta, not %s\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'c':
+            if (!strcmp(optarg, "zstd")) eo.compression = CDC_COMPRESS_ZSTD;
+            else if (!strcmp(optarg, "snappy")) eo.compression = CDC_COMPRESS_SNAPPY;
+            else if (!strcmp(optarg, "none")) eo.compression = CDC_COMPRESS_NONE;
+            else {
+                fprintf(stderr, "cdcstore export: --compression takes zstd, snappy or none, not %s\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'g':
+            if (!(eo.row_group_rows = export_count("--row-group-rows", optarg))) return EXIT_USAGE;
+            break;
+        case 'F':
+            if (!(eo.file_rows = export_count("--file-rows", optarg))) return EXIT_USAGE;
             break;
         case 'm': eo.meta = 1; break;
         case 'o': output = optarg; break;
@@ -334,8 +428,20 @@ static int cmd_export(int argc, char **argv)
         default: fputs(export_usage, stderr); return EXIT_USAGE;
         }
     }
-    if (!table || !db) {
+    if (!db || (!table && !output) || optind < argc) {
         fputs(export_usage, stderr);
+        return EXIT_USAGE;
+    }
+    if (delta && !output) {
+        fprintf(stderr, "cdcstore export: --format delta needs --output DIR\n");
+        return EXIT_USAGE;
+    }
+    if (delta && (eo.meta || lo_key || hi_key)) {
+        fprintf(stderr, "cdcstore export: a Delta table holds the whole view: no --meta, no --where-key-range\n");
+        return EXIT_USAGE;
+    }
+    if (!table && (lo_key || hi_key)) {
+        fprintf(stderr, "cdcstore export: --where-key-range needs --table\n");
         return EXIT_USAGE;
     }
     eo.lower_json = lo_key;
@@ -346,22 +452,34 @@ static int cmd_export(int argc, char **argv)
     progress pg = {isatty(2) && output, now(), 0};
     eo.progress = export_progress;
     eo.progress_opaque = &pg;
-    cdc_error_t e = {0};
-    uint64_t rows = 0, unknown = 0;
-    eo.unknown_rows = &unknown;
-    int rc = output ? cli_export_file(st, table, &eo, output, &rows, &e) : cdc_export_fd(st, table, &eo, 1, &rows, &e);
-    if (pg.tty) fputc('\n', stderr);
-    if (!rc && unknown)
-        cli_printf_escaped(stderr,
-                           "cdcstore export: warning: %s: %llu rows were written before a column appeared at the "
-                           "source, whose default no schema gave; that column is written as NULL there. Re-read "
-                           "the table (an incremental snapshot) to fill it",
-                           table, (unsigned long long)unknown);
+    if (table) {
+        r = export_one(st, table, &eo, delta, output, &pg);
+    } else {
+        /* every table into the directory output */
+        char **tables = NULL;
+        size_t n = 0;
+        cdc_error_t e = {0};
+        static const char *const ext[] = {".csv", ".ndjson", ".parquet"};
+        if (mkdir(output, 0755) && errno != EEXIST) {
+            fprintf(stderr, "cdcstore export: %s: %s\n", output, strerror(errno));
+            r = EXIT_ERR;
+        } else if ((r = cdc_store_tables(st, &tables, &n, &e))) {
+            r = cli_fail(&e, r);
+        }
+        for (size_t i = 0; !r && i < n; i++) {
+            char *path = NULL;
+            if (asprintf(&path, "%s/%s%s", output, tables[i], delta ? "" : ext[eo.format]) < 0) abort();
+            pg.start = now();
+            r = export_one(st, tables[i], &eo, delta, path, &pg);
+            if (!r && !delta) cli_printf_escaped(stdout, "%s: %s", tables[i], path);
+            free(path);
+        }
+        cdc_strings_free(tables, n);
+    }
     cdc_store_close(st);
     free(lo_key);
     free(hi_key);
-    if (rc) return cli_fail(&e, rc);
-    return EXIT_OK;
+    return r;
 }
 
 /* ---- get ---- */
@@ -693,7 +811,7 @@ static const char *main_usage =
     "commands:\n"
     "  apply      apply Kafka records from files (kcat -C -J lines or bare envelopes)\n"
     "  ingest     consume Debezium topics from Kafka into the replica\n"
-    "  export     write a table's rows in key order as CSV or NDJSON\n"
+    "  export     write a table's rows in key order as CSV, NDJSON, Parquet or a Delta table\n"
     "  get        print one row by primary key\n"
     "  hash       per-key-range row counts and hashes of a table\n"
     "  reconcile  compare a table with its PostgreSQL source and list every difference\n"

@@ -345,10 +345,13 @@ CDC_API int cdc_store_get(cdc_store_t *st, const char *table, const char *key_js
 
 /* ---- Export ---- */
 
-enum { CDC_FORMAT_CSV = 0, CDC_FORMAT_NDJSON = 1 };
+enum { CDC_FORMAT_CSV = 0, CDC_FORMAT_NDJSON = 1, CDC_FORMAT_PARQUET = 2 };
+
+/* Page compression of Parquet files (and of a Delta table's data files). */
+enum { CDC_COMPRESS_ZSTD = 0, CDC_COMPRESS_SNAPPY = 1, CDC_COMPRESS_NONE = 2 };
 
 typedef struct cdc_export_options {
-    int format;              /* CDC_FORMAT_CSV (default) or CDC_FORMAT_NDJSON */
+    int format;              /* CDC_FORMAT_CSV (default), CDC_FORMAT_NDJSON or CDC_FORMAT_PARQUET */
     int header;              /* CSV: 1 writes the header line */
     int meta;                /* 1: add __lsn and __deleted, include deleted rows */
     const char *lower_json;  /* key bounds as in cdc_iter_options_t; NULL = open */
@@ -359,17 +362,57 @@ typedef struct cdc_export_options {
     /* When not NULL, receives the number of rows written with a column whose
      * value is unknown (cdc_row_t.unknown: written as NULL). */
     uint64_t *unknown_rows;
+    /* Parquet and Delta: rows per row group (0: 1,000,000; a row group also
+     * ends at 128 MiB of values) and the pages' compression. */
+    uint64_t row_group_rows;
+    int compression;         /* CDC_COMPRESS_ZSTD (default), _SNAPPY or _NONE */
+    /* Delta: rows per data file (0: 1,000,000).  A file is one key range,
+     * the unit a refresh rewrites. */
+    uint64_t file_rows;
 } cdc_export_options_t;
 
 /* Writes the view of table in key order to file descriptor fd: CSV that
  * PostgreSQL's COPY ... FROM ... (FORMAT csv, HEADER) loads back unchanged
- * (NULL is an unquoted empty field, the empty string is ""), or one JSON
- * object per line (values as strings, NULL as null).  *rows (may be NULL)
+ * (NULL is an unquoted empty field, the empty string is ""), one JSON
+ * object per line (values as strings, NULL as null), or a Parquet file
+ * typed by the columns' types (cdc_store_column_types; query/parquet.c lists
+ * the mapping; columns of no known type are strings).  *rows (may be NULL)
  * receives the number of rows written.
  * Errors: CDC_ENOTFOUND for an unknown table, CDC_EINVAL for an unknown format,
  * -errno on a write error. */
 CDC_API int cdc_export_fd(cdc_store_t *st, const char *table, const cdc_export_options_t *opts,
                           int fd, uint64_t *rows, cdc_error_t *err);
+
+/* What cdc_export_delta() did. */
+typedef struct cdc_delta_result {
+    int64_t version;         /* the table version it committed (-1: none, nothing changed) */
+    int created;             /* 1: the table was new (version 0) */
+    int schema_changed;      /* 1: the columns or their types changed: every file was rewritten */
+    uint64_t rows;           /* rows in the table version */
+    uint64_t rows_written;   /* rows written to new files */
+    uint64_t bytes_written;  /* bytes of new files */
+    uint64_t files_added, files_removed, files_kept;
+    uint64_t ranges_changed; /* key ranges whose rows changed since the previous version */
+    uint64_t ranges_checked;
+} cdc_delta_result_t;
+
+/* Exports the view of table as a Delta Lake table in directory dir (made
+ * when missing): Parquet data files, one per key range, and the commits in
+ * dir/_delta_log.  The first export writes version 0.  An export into a
+ * table it wrote before commits the next version, which rewrites only the
+ * key ranges whose rows changed since (each file records its range and the
+ * hash of its rows; a scan compares them with the replica's), removing
+ * their files and adding new ones in one commit; readers keep reading the
+ * previous version until the commit is in place, and older versions stay
+ * readable (time travel): no file is deleted.  A change of the columns or
+ * their types rewrites every file under the new schema.  When nothing
+ * changed, nothing is committed (res->version -1).  Uses opts->file_rows,
+ * row_group_rows, compression, progress (opts may be NULL).
+ * Errors: CDC_ENOTFOUND for an unknown table, CDC_EINVAL when dir holds a
+ * table another writer changed (commits cdcstore did not write) or a
+ * concurrent export committed the same version, -errno on a file error. */
+CDC_API int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir,
+                             const cdc_export_options_t *opts, cdc_delta_result_t *res, cdc_error_t *err);
 
 /* ---- Counters ---- */
 

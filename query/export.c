@@ -96,7 +96,8 @@ static int part_begin(part *p)
     if (rc) return rc;
     p->ctx.types = types;
     if ((rc = p->fmt->begin(&p->ctx, names, n)))
-        return cdc__err(&p->err, rc, "export of %s: %s header: %s", p->table, p->fmt->name, cdc_strerror(rc));
+        return cdc__err(&p->err, rc, "export of %s: %s header: %s", p->table, p->fmt->name,
+                        p->ctx.err.msg[0] ? p->ctx.err.msg : cdc_strerror(rc));
     return 0;
 }
 
@@ -124,7 +125,8 @@ static int export_part(part *p)
     if (p->begin && fmt->begin && (rc = part_begin(p))) goto done;
     while ((rc = cdc_iter_next(it, &row, err)) == 1) {
         if ((rc = fmt->row(&p->ctx, &row))) {
-            rc = cdc__err(err, rc, "export of %s: key %s: %s", table, row.key_json, cdc_strerror(rc));
+            rc = cdc__err(err, rc, "export of %s: key %s: %s", table, row.key_json,
+                          p->ctx.err.msg[0] ? p->ctx.err.msg : cdc_strerror(rc));
             goto done;
         }
         count++;
@@ -143,7 +145,8 @@ static int export_part(part *p)
     if (rc < 0) goto done;
     rc = 0;
     if (!o.err && p->end && fmt->end && (rc = fmt->end(&p->ctx))) {
-        rc = cdc__err(err, rc, "export of %s: %s footer: %s", table, fmt->name, cdc_strerror(rc));
+        rc = cdc__err(err, rc, "export of %s: %s footer: %s", table, fmt->name,
+                      p->ctx.err.msg[0] ? p->ctx.err.msg : cdc_strerror(rc));
         goto done;
     }
     out_flush(&o);

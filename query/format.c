@@ -2,8 +2,8 @@
  * format.c: the export formats, each a cdc__export_format (query.h): how a
  * table's columns and rows become bytes, apart from reading the rows and
  * writing the file, which export.c does for every format.  A new format
- * (Parquet, with its header and footer) is one more table of functions here
- * or in a file of its own; export.c needs no change.
+ * is one more table of functions here; export.c needs no change.  Parquet's
+ * bytes are parquet.c's; its table is at the end.
  *
  * CSV follows COPY's rules so that COPY FROM gives back the same values: a
  * field is quoted when it is empty (so it reads as the empty string, not
@@ -21,6 +21,7 @@
  */
 #include <string.h>
 
+#include "parquet.h"
 #include "query.h"
 
 /* ---- CSV ---- */
@@ -113,6 +114,92 @@ const cdc__export_format cdc__export_ndjson = {
     .row = ndjson_row,
 };
 
+/* ---- Parquet ---- */
+
+/* Parquet is written by parquet.c; this is its place among the formats.  A
+ * row's bytes depend on the rows before it (a row group is written when it
+ * is full, and the footer holds every column chunk's file offset), so it
+ * does not declare concat_rows: one context sees every row.  With
+ * opts->meta the row's LSN (int64) and deleted flag (boolean) follow as
+ * __lsn and __deleted. */
+
+typedef struct pq_state {
+    cdc__pq *pq;
+    const char **vals;
+    size_t *lens;
+    size_t ncols;
+    char lsn[24];
+} pq_state;
+
+static int pq_begin(cdc__export_ctx *c, const char *const *names, size_t n)
+{
+    pq_state *s = cdc__calloc(1, sizeof *s);
+    c->state = s;
+    int meta = c->opts->meta;
+    size_t all = n + (meta ? 2 : 0);
+    const char **nm = cdc__calloc(all + 1, sizeof *nm), **ty = cdc__calloc(all + 1, sizeof *ty);
+    for (size_t i = 0; i < n; i++) {
+        nm[i] = names[i];
+        ty[i] = c->types ? c->types[i] : NULL;
+    }
+    if (meta) {
+        nm[n] = "__lsn", ty[n] = "int64";
+        nm[n + 1] = "__deleted", ty[n + 1] = "boolean";
+    }
+    cdc__pq_options o = {.row_group_rows = c->opts->row_group_rows, .compression = c->opts->compression};
+    int rc = cdc__pq_open(nm, ty, all, &o, &s->pq, &c->err);
+    free(nm);
+    free(ty);
+    if (rc) return rc;
+    s->ncols = all;
+    s->vals = cdc__calloc(all + 1, sizeof *s->vals);
+    s->lens = cdc__calloc(all + 1, sizeof *s->lens);
+    return 0;
+}
+
+static int pq_row(cdc__export_ctx *c, const cdc_row_t *row)
+{
+    pq_state *s = c->state;
+    const char *const *vals = row->values;
+    const size_t *lens = row->lens;
+    if (c->opts->meta) {
+        memcpy(s->vals, row->values, row->ncols * sizeof *s->vals);
+        memcpy(s->lens, row->lens, row->ncols * sizeof *s->lens);
+        int n = snprintf(s->lsn, sizeof s->lsn, "%llu", (unsigned long long)row->lsn);
+        s->vals[row->ncols] = s->lsn, s->lens[row->ncols] = (size_t)n;
+        s->vals[row->ncols + 1] = row->deleted ? "t" : "f", s->lens[row->ncols + 1] = 1;
+        vals = s->vals;
+        lens = s->lens;
+    }
+    return cdc__pq_row(s->pq, vals, lens, c->out, c->offset, &c->err);
+}
+
+static int pq_end(cdc__export_ctx *c)
+{
+    pq_state *s = c->state;
+    return cdc__pq_end(s->pq, c->out, c->offset, &c->err);
+}
+
+static void pq_release(cdc__export_ctx *c)
+{
+    pq_state *s = c->state;
+    if (!s) return;
+    cdc__pq_free(s->pq);
+    free(s->vals);
+    free(s->lens);
+    free(s);
+    c->state = NULL;
+}
+
+const cdc__export_format cdc__export_parquet = {
+    .name = "parquet",
+    .concat_rows = 0,
+    .begin = pq_begin,
+    .row = pq_row,
+    .end = pq_end,
+    .release = pq_release,
+};
+
 /* ---- By number ---- */
 
 const cdc__export_format *cdc__export_format_get(int format)
@@ -120,6 +207,7 @@ const cdc__export_format *cdc__export_format_get(int format)
     switch (format) {
     case CDC_FORMAT_CSV: return &cdc__export_csv;
     case CDC_FORMAT_NDJSON: return &cdc__export_ndjson;
+    case CDC_FORMAT_PARQUET: return &cdc__export_parquet;
     default: return NULL;
     }
 }

@@ -51,6 +51,7 @@ typedef struct cdc__export_ctx {
     void *state;      /* the format's own; NULL at first, freed by release */
     const char *const *types; /* at begin: the columns' type descriptors
                                * (cdc_store_column_types; an entry may be NULL) */
+    cdc_error_t err;          /* a format's message for the code it returns (optional) */
 } cdc__export_ctx;
 
 /* How a table's rows become bytes.  For one export the driver calls begin
@@ -74,7 +75,7 @@ typedef struct cdc__export_format {
     void (*release)(cdc__export_ctx *c);
 } cdc__export_format;
 
-extern const cdc__export_format cdc__export_csv, cdc__export_ndjson;
+extern const cdc__export_format cdc__export_csv, cdc__export_ndjson, cdc__export_parquet;
 
 /* The format of a CDC_FORMAT_* number, NULL when there is none. */
 const cdc__export_format *cdc__export_format_get(int format);

@@ -1,0 +1,816 @@
+/*
+ * delta.c: a table's view exported as a Delta Lake table, and refreshed by
+ * the key ranges whose rows changed (cdc_export_delta, include/cdcstore.h).
+ *
+ * Layout.  DIR/_delta_log/NNNNNNNNNNNNNNNNNNNN.json are the commits, one
+ * JSON action per line (the Delta protocol's "Delta Log Entries"); the data
+ * files are DIR/part-V-I-R.P.parquet (V the version that added the file, I
+ * its index, R random, P the codec), written by parquet.c.  Features used:
+ * protocol (reader 1, writer 2; reader 3 and writer 7 with the table feature
+ * timestampNtz when a column is a timestamp without time zone), metaData
+ * (schemaString, no partition columns, no configuration), add (with stats
+ * and tags), remove, commitInfo.  Not used: partitions, checkpoints,
+ * deletion vectors, column mapping, change data feed.  No file is ever
+ * deleted, so every older version stays readable (time travel); removing
+ * files that no version needs any more is VACUUM's job (Spark, deltalake).
+ *
+ * Types.  Delta's types, from the column's type descriptor: int16 short,
+ * int32 integer, int64 long, float32 float, float64 double, boolean,
+ * string, bytes binary, decimal:S:P decimal(P,S) (P <= 38; without P, 38;
+ * beyond 38, string), Date date, MicroTimestamp/Timestamp timestamp_ntz,
+ * ZonedTimestamp timestamp.  Delta has no time, uuid or json type: those
+ * columns, unconstrained NUMERIC and columns of no known type are strings
+ * holding PostgreSQL's text, and the Parquet files are written with the same
+ * mapping (parquet.c is handed "string" for them).
+ *
+ * Key ranges.  Each data file holds one key range [lower, upper) of the
+ * table, in key order; the ranges of the active files are contiguous and
+ * cover every key (the first lower and the last upper are open).  Each add
+ * action records in its tags (strings, as Delta wants them):
+ * cdcstore.lower and cdcstore.upper (the encoded keys in hex, "" when
+ * open), cdcstore.rows and cdcstore.hash (the sum modulo 2^64 of the rows'
+ * lookup3 hashes, cdc_row_hash, in hex).  The hash is summed from the very
+ * rows written to the file, so it always describes the file, whatever the
+ * replica did meanwhile.
+ *
+ * Refresh.  An export into a table this file wrote replays the log (the
+ * active files and their tags, the last metaData and protocol), then scans
+ * the replica once, summing each range's row hashes.  A range whose hash or
+ * row count differs from its file's is rewritten: its file is removed and
+ * the range's rows written to new files (cut every file_rows rows, so a
+ * range that grew is split); the others are kept.  All of it is one commit.
+ * When the columns or their types differ from the last metaData's schema,
+ * every file is rewritten and the commit carries the new metaData (what
+ * Spark's overwriteSchema does).  The scan reads every row, so a refresh
+ * costs at least a read of the table; the rewrite is proportional to the
+ * ranges that changed.
+ *
+ * Atomicity.  Data files are written and fsync'd first, under names no
+ * commit refers to yet; the commit is written to a temporary file, fsync'd,
+ * then link(2)ed to its version's name, which fails when another writer took
+ * that version (Delta's put-if-absent on a local file system), and the log
+ * directory fsync'd.  A crash before the link leaves only unreferenced files;
+ * readers see the previous version until the link is there.
+ *
+ * The log is read with a reader for the lines this file writes; a log with
+ * checkpoints or a commit whose commitInfo is not cdcstore's (another writer
+ * changed the table: OPTIMIZE, a MERGE) is refused with an error, since the
+ * ranges could no longer be trusted: export to a new directory instead.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "parquet.h"
+#include "query.h"
+
+#define ENGINE "cdcstore"
+
+/* ---- Small helpers ---- */
+
+static int64_t now_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+static void put_hex(cdc__buf *b, const char *p, size_t n)
+{
+    static const char hx[] = "0123456789abcdef";
+    cdc__buf_reserve(b, 2 * n);
+    for (size_t i = 0; i < n; i++) {
+        b->p[b->len++] = hx[(unsigned char)p[i] >> 4];
+        b->p[b->len++] = hx[(unsigned char)p[i] & 15];
+    }
+}
+
+static int get_hex(const char *s, size_t n, cdc__buf *out)
+{
+    if (n % 2) return -1;
+    for (size_t i = 0; i < n; i += 2) {
+        int v = 0;
+        for (int k = 0; k < 2; k++) {
+            char c = s[i + k];
+            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+            if (d < 0) return -1;
+            v = v * 16 + d;
+        }
+        cdc__buf_putc(out, (char)v);
+    }
+    return 0;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w < 0 ? -errno : -EIO;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    int rc = fsync(fd) ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+/* Reads a whole file into b (reset first).  0, -errno. */
+static int read_file(const char *path, cdc__buf *b)
+{
+    cdc__buf_reset(b);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    for (;;) {
+        cdc__buf_reserve(b, 1 << 16);
+        ssize_t n = read(fd, b->p + b->len, b->cap - b->len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int e = -errno;
+            close(fd);
+            return e;
+        }
+        if (n == 0) break;
+        b->len += (size_t)n;
+    }
+    close(fd);
+    cdc__buf_putc(b, 0);
+    b->len--;
+    return 0;
+}
+
+/* The string value of the member whose name (with its quotes and colon,
+ * "\"path\":") first follows p on this line, unescaped into out (reset
+ * first).  1 found, 0 not.  A needle cannot match inside a JSON string: its
+ * quotes would be escaped there. */
+static int member_string(const char *p, const char *eol, const char *needle, cdc__buf *out)
+{
+    size_t nl = strlen(needle);
+    cdc__buf_reset(out);
+    for (const char *q = p; q + nl <= eol; q++) {
+        q = memchr(q, needle[0], (size_t)(eol - q));
+        if (!q || q + nl > eol) return 0;
+        if (memcmp(q, needle, nl)) continue;
+        const char *v = q + nl;
+        if (v >= eol || *v != '"') return 0;
+        if (!cdc__json_read_string(v, eol, out)) return 0;
+        cdc__buf_putc(out, 0);
+        out->len--;
+        return 1;
+    }
+    return 0;
+}
+
+/* The unsigned number of the member named by needle ("\"size\":"). */
+static int member_u64(const char *p, const char *eol, const char *needle, uint64_t *v)
+{
+    const char *q = memmem(p, (size_t)(eol - p), needle, strlen(needle));
+    if (!q) return 0;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(q + strlen(needle), &end, 10);
+    if (errno || end == q + strlen(needle)) return 0;
+    *v = x;
+    return 1;
+}
+
+/* ---- The table as the log says it is ---- */
+
+typedef struct dfile {
+    char *path;
+    uint64_t size, rows, hash;
+    cdc__buf lower, upper;  /* encoded keys; empty = open */
+    char *stats;            /* the add action's stats, JSON text */
+    int changed;            /* refresh: its range's rows differ */
+    uint64_t now_rows, now_hash;
+} dfile;
+
+typedef struct dlog {
+    int64_t version;        /* the newest commit, -1 when there is no table */
+    char *table_id;
+    char *schema;           /* the last metaData's schemaString */
+    char *protocol;         /* the last protocol action, as its line */
+    int64_t created_ms;
+    dfile *f;
+    size_t n, cap;
+} dlog;
+
+static void dfile_free(dfile *f)
+{
+    free(f->path);
+    free(f->stats);
+    cdc__buf_free(&f->lower);
+    cdc__buf_free(&f->upper);
+}
+
+static void dlog_free(dlog *l)
+{
+    for (size_t i = 0; i < l->n; i++) dfile_free(&l->f[i]);
+    free(l->f);
+    free(l->table_id);
+    free(l->schema);
+    free(l->protocol);
+    memset(l, 0, sizeof *l);
+}
+
+static int cmp_files(const void *a, const void *b)
+{
+    const dfile *x = a, *y = b;
+    /* open lowers first */
+    if (!x->lower.len || !y->lower.len) return (int)!!x->lower.len - (int)!!y->lower.len;
+    size_t n = x->lower.len < y->lower.len ? x->lower.len : y->lower.len;
+    int c = memcmp(x->lower.p, y->lower.p, n);
+    return c ? c : (x->lower.len > y->lower.len) - (x->lower.len < y->lower.len);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Applies one commit's lines to l. */
+static int dlog_commit(dlog *l, const char *path, const char *text, size_t len, cdc_error_t *err)
+{
+    cdc__buf s = {0};
+    int rc = 0, ours = 0;
+    for (const char *p = text, *end = text + len; p < end;) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol) eol = end;
+        if (eol - p > 12 && !memcmp(p, "{\"commitInfo\"", 13)) {
+            ours = member_string(p, eol, "\"engineInfo\":", &s) && !strncmp(s.p, ENGINE, strlen(ENGINE));
+        } else if (eol - p > 10 && !memcmp(p, "{\"protocol\"", 11)) {
+            free(l->protocol);
+            l->protocol = cdc__strndup(p, (size_t)(eol - p));
+        } else if (eol - p > 10 && !memcmp(p, "{\"metaData\"", 11)) {
+            if (member_string(p, eol, "\"schemaString\":", &s)) {
+                free(l->schema);
+                l->schema = cdc__strdup(s.p);
+            }
+            if (member_string(p, eol, "\"id\":", &s)) {
+                free(l->table_id);
+                l->table_id = cdc__strdup(s.p);
+            }
+            uint64_t ct;
+            if (member_u64(p, eol, "\"createdTime\":", &ct)) l->created_ms = (int64_t)ct;
+        } else if (eol - p > 5 && !memcmp(p, "{\"add\"", 6)) {
+            dfile f = {0};
+            cdc__buf hx = {0};
+            int ok = member_string(p, eol, "\"path\":", &s);
+            if (ok) f.path = cdc__strdup(s.p);
+            ok = ok && member_u64(p, eol, "\"size\":", &f.size);
+            ok = ok && member_string(p, eol, "\"cdcstore.lower\":", &hx) && !get_hex(hx.p, hx.len, &f.lower);
+            ok = ok && member_string(p, eol, "\"cdcstore.upper\":", &hx) && !get_hex(hx.p, hx.len, &f.upper);
+            ok = ok && member_string(p, eol, "\"cdcstore.rows\":", &hx) && sscanf(hx.p, "%lu", &f.rows) == 1;
+            ok = ok && member_string(p, eol, "\"cdcstore.hash\":", &hx) && sscanf(hx.p, "%lx", &f.hash) == 1;
+            if (ok && member_string(p, eol, "\"stats\":", &s)) f.stats = cdc__strdup(s.p);
+            cdc__buf_free(&hx);
+            if (!ok) {
+                dfile_free(&f);
+                rc = cdc__err(err, CDC_EINVAL,
+                              "%s: an add action without cdcstore's key range tags: the table was changed by "
+                              "another writer; export to a new directory",
+                              path);
+                break;
+            }
+            if (l->n == l->cap) {
+                l->cap = l->cap ? 2 * l->cap : 64;
+                l->f = cdc__realloc(l->f, l->cap * sizeof *l->f);
+            }
+            l->f[l->n++] = f;
+        } else if (eol - p > 8 && !memcmp(p, "{\"remove\"", 9)) {
+            if (member_string(p, eol, "\"path\":", &s))
+                for (size_t i = 0; i < l->n; i++)
+                    if (!strcmp(l->f[i].path, s.p)) {
+                        dfile_free(&l->f[i]);
+                        l->f[i] = l->f[--l->n];
+                        break;
+                    }
+        }
+        p = eol + 1;
+    }
+    if (!rc && !ours)
+        rc = cdc__err(err, CDC_EINVAL,
+                      "%s: a commit cdcstore did not write: the table was changed by another writer; export to "
+                      "a new directory",
+                      path);
+    cdc__buf_free(&s);
+    return rc;
+}
+
+/* Reads dir/_delta_log.  l->version -1 when there is no log. */
+static int dlog_read(const char *dir, dlog *l, cdc_error_t *err)
+{
+    memset(l, 0, sizeof *l);
+    l->version = -1;
+    char *logdir = NULL;
+    if (asprintf(&logdir, "%s/_delta_log", dir) < 0) return CDC_ENOMEM;
+    DIR *d = opendir(logdir);
+    if (!d) {
+        int e = errno;
+        free(logdir);
+        if (e == ENOENT) return 0;
+        return cdc__err(err, -e, "%s/_delta_log: %s", dir, strerror(e));
+    }
+    int64_t *vers = NULL;
+    size_t nv = 0, cap = 0;
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *nm = de->d_name;
+        size_t len = strlen(nm);
+        if (nm[0] == '.') continue;
+        if (strstr(nm, "checkpoint")) {
+            rc = cdc__err(err, CDC_EINVAL,
+                          "%s/%s: a checkpoint, which cdcstore does not write: the table was changed by another "
+                          "writer; export to a new directory",
+                          logdir, nm);
+            break;
+        }
+        if (len != 25 || strcmp(nm + 20, ".json") || strspn(nm, "0123456789") != 20) continue;
+        if (nv == cap) {
+            cap = cap ? 2 * cap : 64;
+            vers = cdc__realloc(vers, cap * sizeof *vers);
+        }
+        vers[nv++] = strtoll(nm, NULL, 10);
+    }
+    closedir(d);
+    if (!rc && nv) qsort(vers, nv, sizeof *vers, cmp_i64);
+    cdc__buf text = {0};
+    for (size_t i = 0; !rc && i < nv; i++) {
+        char path[4200];
+        if (vers[i] != (int64_t)i) {
+            rc = cdc__err(err, CDC_EINVAL, "%s: version %lld is missing", logdir, (long long)i);
+            break;
+        }
+        snprintf(path, sizeof path, "%s/%020lld.json", logdir, (long long)vers[i]);
+        if ((rc = read_file(path, &text))) {
+            rc = cdc__err(err, rc, "%s: %s", path, strerror(-rc));
+            break;
+        }
+        rc = dlog_commit(l, path, text.p, text.len, err);
+        l->version = vers[i];
+    }
+    cdc__buf_free(&text);
+    free(vers);
+    free(logdir);
+    if (!rc && l->version >= 0 && (!l->schema || !l->table_id))
+        rc = cdc__err(err, CDC_EINVAL, "%s: the log has no metaData", dir);
+    if (!rc && l->n) qsort(l->f, l->n, sizeof *l->f, cmp_files);
+    if (rc) dlog_free(l);
+    return rc;
+}
+
+/* ---- Schema ---- */
+
+/* The Delta type of a descriptor, and the descriptor parquet.c is handed
+ * for the column (the same, or "string" where Delta has no such type). */
+static const char *delta_type(const char *ty, char *dec, size_t decsz, const char **pqtype)
+{
+    *pqtype = "string";
+    if (!ty) return "string";
+    static const struct { const char *desc, *delta; } map[] = {
+        {"int8", "byte"},
+        {"int16", "short"},
+        {"int32", "integer"},
+        {"int64", "long"},
+        {"float32", "float"},
+        {"float64", "double"},
+        {"boolean", "boolean"},
+        {"string", "string"},
+        {"bytes", "binary"},
+        {"int32/io.debezium.time.Date", "date"},
+        {"int32/org.apache.kafka.connect.data.Date", "date"},
+        {"int64/io.debezium.time.MicroTimestamp", "timestamp_ntz"},
+        {"int64/io.debezium.time.Timestamp", "timestamp_ntz"},
+        {"int64/org.apache.kafka.connect.data.Timestamp", "timestamp_ntz"},
+        {"string/io.debezium.time.ZonedTimestamp", "timestamp"},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (!strcmp(ty, map[i].desc)) {
+            *pqtype = ty;
+            return map[i].delta;
+        }
+    int s, p = 38, n = 0;
+    if (sscanf(ty, "decimal:%d%n", &s, &n) == 1 && (ty[n] == 0 || sscanf(ty + n, ":%d", &p) == 1) && s >= 0 &&
+        p >= 1 && p <= 38 && s <= p) {
+        snprintf(dec, decsz, "decimal(%d,%d)", p, s);
+        *pqtype = ty;
+        return dec;
+    }
+    return "string";
+}
+
+/* The table's schemaString (unescaped JSON) and the descriptors for
+ * parquet.c; *ntz set when a column is timestamp_ntz. */
+static void make_schema(const char *const *names, const char *const *types, size_t n, cdc__buf *schema,
+                        const char **pqtypes, int *ntz)
+{
+    cdc__buf_puts(schema, "{\"type\":\"struct\",\"fields\":[");
+    *ntz = 0;
+    for (size_t i = 0; i < n; i++) {
+        char dec[32];
+        const char *dt = delta_type(types ? types[i] : NULL, dec, sizeof dec, &pqtypes[i]);
+        if (!strcmp(dt, "timestamp_ntz")) *ntz = 1;
+        if (i) cdc__buf_putc(schema, ',');
+        cdc__buf_puts(schema, "{\"name\":");
+        cdc__json_put_string(schema, names[i], strlen(names[i]));
+        cdc__buf_printf(schema, ",\"type\":\"%s\",\"nullable\":true,\"metadata\":{}}", dt);
+    }
+    cdc__buf_puts(schema, "]}");
+}
+
+/* ---- Writing data files ---- */
+
+typedef struct added {
+    char *path;
+    uint64_t size, rows, hash;
+    cdc__buf lower, upper;
+    cdc__buf stats;
+} added;
+
+typedef struct writer {
+    cdc_store_t *st;
+    const char *table, *dir;
+    const cdc_export_options_t *opts;
+    const char *const *names;
+    const char **pqtypes;
+    size_t ncols;
+    int64_t version;
+    uint64_t file_rows;
+    added *a;
+    size_t na, cap;
+    uint64_t rows_done;     /* for progress */
+    uint64_t bytes;
+    /* the file being written */
+    cdc__pq *pq;
+    int fd;
+    cdc__buf out;
+    uint64_t off;
+    added *cur;
+} writer;
+
+static const char *codec_ext(int c)
+{
+    return c == CDC_COMPRESS_SNAPPY ? "snappy" : c == CDC_COMPRESS_NONE ? "uncompressed" : "zstd";
+}
+
+static int file_open(writer *w, const char *lower, size_t lower_len, cdc_error_t *err)
+{
+    uint32_t rnd = 0;
+    if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd) rnd = (uint32_t)now_ms() ^ (uint32_t)getpid();
+    if (w->na == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 16;
+        w->a = cdc__realloc(w->a, w->cap * sizeof *w->a);
+    }
+    added *a = &w->a[w->na++];
+    memset(a, 0, sizeof *a);
+    if (asprintf(&a->path, "part-%05lld-%05zu-%08x.%s.parquet", (long long)w->version, w->na - 1, rnd,
+                 codec_ext(w->opts->compression)) < 0)
+        abort();
+    cdc__buf_put(&a->lower, lower, lower_len);
+    char full[4400];
+    snprintf(full, sizeof full, "%s/%s", w->dir, a->path);
+    w->fd = open(full, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (w->fd < 0) return cdc__err(err, -errno, "%s: %s", full, strerror(errno));
+    cdc__pq_options o = {.row_group_rows = w->opts->row_group_rows, .compression = w->opts->compression};
+    int rc = cdc__pq_open(w->names, w->pqtypes, w->ncols, &o, &w->pq, err);
+    w->off = 0;
+    w->cur = a;
+    return rc;
+}
+
+static int file_flush(writer *w, cdc_error_t *err)
+{
+    if (!w->out.len) return 0;
+    int rc = write_all(w->fd, w->out.p, w->out.len);
+    if (rc) return cdc__err(err, rc, "%s/%s: %s", w->dir, w->cur->path, strerror(-rc));
+    w->off += w->out.len;
+    w->bytes += w->out.len;
+    w->out.len = 0;
+    return 0;
+}
+
+/* Ends the file being written; upper is its range's end (empty: open). */
+static int file_close(writer *w, const char *upper, size_t upper_len, cdc_error_t *err)
+{
+    added *a = w->cur;
+    int rc = cdc__pq_end(w->pq, &w->out, w->off, err);
+    if (!rc) rc = file_flush(w, err);
+    if (!rc && fsync(w->fd)) rc = cdc__err(err, -errno, "%s/%s: fsync: %s", w->dir, a->path, strerror(errno));
+    close(w->fd);
+    w->fd = -1;
+    if (!rc) {
+        a->size = w->off;
+        a->rows = cdc__pq_rows(w->pq);
+        cdc__pq_stats_json(w->pq, &a->stats);
+        cdc__buf_put(&a->upper, upper, upper_len);
+    }
+    cdc__pq_free(w->pq);
+    w->pq = NULL;
+    w->cur = NULL;
+    return rc;
+}
+
+/* Writes the rows of [lo, hi) (encoded keys; empty = open) to new files of
+ * at most file_rows rows each. */
+static int write_range(writer *w, const cdc__buf *lo, const cdc__buf *hi, cdc_error_t *err)
+{
+    cdc__buf lj = {0}, hj = {0}, scratch = {0};
+    cdc_iter_options_t io = {0};
+    int rc = 0;
+    if (lo->len) {
+        if ((rc = cdc__key_json_array(lo->p, lo->len, &lj))) return cdc__err(err, rc, "a range bound does not decode");
+        io.lower_json = lj.p;
+    }
+    if (hi->len) {
+        if ((rc = cdc__key_json_array(hi->p, hi->len, &hj))) {
+            cdc__buf_free(&lj);
+            return cdc__err(err, rc, "a range bound does not decode");
+        }
+        io.upper_json = hj.p;
+    }
+    cdc_iter_t *it;
+    if ((rc = cdc_iter_open(w->st, w->table, &io, &it, err))) goto done;
+    if ((rc = file_open(w, lo->p, lo->len, err))) goto closeit;
+    cdc_row_t row;
+    uint64_t in_file = 0;
+    while ((rc = cdc_iter_next(it, &row, err)) == 1) {
+        if (in_file >= w->file_rows) {
+            if ((rc = file_close(w, row.key, row.key_len, err)) || (rc = file_open(w, row.key, row.key_len, err)))
+                break;
+            in_file = 0;
+        }
+        if ((rc = cdc__pq_row(w->pq, row.values, row.lens, &w->out, w->off, err))) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            rc = cdc__err(err, rc, "export of %s: key %s: %s", w->table, row.key_json, msg);
+            break;
+        }
+        w->cur->hash += cdc__row_hash(row.values, row.lens, NULL, row.ncols, CDC_HASH_LOOKUP3, &scratch);
+        in_file++;
+        if (w->out.len >= (1u << 20) && (rc = file_flush(w, err))) break;
+        if (++w->rows_done % 100000 == 0 && w->opts->progress)
+            w->opts->progress(w->opts->progress_opaque, w->rows_done, w->bytes);
+    }
+    if (rc == 0) rc = file_close(w, hi->p, hi->len, err);
+    else if (rc < 0 && w->pq) {
+        close(w->fd);
+        cdc__pq_free(w->pq);
+        w->pq = NULL;
+    }
+closeit:
+    cdc_iter_close(it);
+done:
+    cdc__buf_free(&lj);
+    cdc__buf_free(&hj);
+    cdc__buf_free(&scratch);
+    return rc;
+}
+
+/* ---- The refresh scan ---- */
+
+/* Sums each active file's range of rows as the replica holds them now,
+ * in one pass in key order. */
+static int scan_ranges(cdc_store_t *st, const char *table, dlog *l, cdc_error_t *err)
+{
+    cdc_iter_t *it;
+    int rc = cdc_iter_open(st, table, NULL, &it, err);
+    if (rc) return rc;
+    cdc_row_t row;
+    cdc__buf scratch = {0};
+    size_t i = 0;
+    for (size_t k = 0; k < l->n; k++) l->f[k].now_rows = l->f[k].now_hash = 0;
+    while ((rc = cdc_iter_next(it, &row, err)) == 1) {
+        /* the file whose range holds the key: the last one whose lower is <= key */
+        while (i + 1 < l->n) {
+            const cdc__buf *nx = &l->f[i + 1].lower;
+            size_t m = nx->len < row.key_len ? nx->len : row.key_len;
+            int c = memcmp(row.key, nx->p, m);
+            if (c < 0 || (c == 0 && row.key_len < nx->len)) break;
+            i++;
+        }
+        l->f[i].now_rows++;
+        l->f[i].now_hash += cdc__row_hash(row.values, row.lens, NULL, row.ncols, CDC_HASH_LOOKUP3, &scratch);
+    }
+    if (rc == 1) rc = 0;
+    cdc__buf_free(&scratch);
+    cdc_iter_close(it);
+    return rc;
+}
+
+/* 1 when the active files' ranges are contiguous and cover every key. */
+static int ranges_cover(const dlog *l)
+{
+    if (!l->n) return 0;
+    if (l->f[0].lower.len || l->f[l->n - 1].upper.len) return 0;
+    for (size_t i = 0; i + 1 < l->n; i++) {
+        const cdc__buf *u = &l->f[i].upper, *nx = &l->f[i + 1].lower;
+        if (!u->len || u->len != nx->len || memcmp(u->p, nx->p, u->len)) return 0;
+    }
+    return 1;
+}
+
+/* ---- The commit ---- */
+
+static void put_add(cdc__buf *c, const added *a, int64_t ms)
+{
+    cdc__buf t = {0};
+    cdc__buf_puts(c, "{\"add\":{\"path\":");
+    cdc__json_put_string(c, a->path, strlen(a->path));
+    cdc__buf_printf(c, ",\"partitionValues\":{},\"size\":%llu,\"modificationTime\":%lld,\"dataChange\":true,"
+                       "\"stats\":",
+                    (unsigned long long)a->size, (long long)ms);
+    cdc__json_put_string(c, a->stats.p ? a->stats.p : "{}", a->stats.len ? a->stats.len : 2);
+    cdc__buf_puts(c, ",\"tags\":{\"cdcstore.lower\":\"");
+    put_hex(c, a->lower.p, a->lower.len);
+    cdc__buf_puts(c, "\",\"cdcstore.upper\":\"");
+    put_hex(c, a->upper.p, a->upper.len);
+    cdc__buf_printf(c, "\",\"cdcstore.rows\":\"%llu\",\"cdcstore.hash\":\"%016llx\"}}}\n",
+                    (unsigned long long)a->rows, (unsigned long long)a->hash);
+    cdc__buf_free(&t);
+}
+
+static void put_remove(cdc__buf *c, const dfile *f, int64_t ms)
+{
+    cdc__buf_puts(c, "{\"remove\":{\"path\":");
+    cdc__json_put_string(c, f->path, strlen(f->path));
+    cdc__buf_printf(c, ",\"deletionTimestamp\":%lld,\"dataChange\":true,\"extendedFileMetadata\":true,"
+                       "\"partitionValues\":{},\"size\":%llu}}\n",
+                    (long long)ms, (unsigned long long)f->size);
+}
+
+static void new_uuid(char out[37])
+{
+    unsigned char b[16];
+    if (getrandom(b, sizeof b, 0) != sizeof b)
+        for (int i = 0; i < 16; i++) b[i] = (unsigned char)(now_ms() >> (i % 8) * 8) ^ (unsigned char)(i * 37);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+             b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+/* Writes commit text as dir/_delta_log/<version>.json, failing when that
+ * version exists. */
+static int commit(const char *dir, int64_t version, const cdc__buf *text, cdc_error_t *err)
+{
+    char logdir[4200], tmp[4300], fin[4300];
+    snprintf(logdir, sizeof logdir, "%s/_delta_log", dir);
+    if (mkdir(logdir, 0755) && errno != EEXIST) return cdc__err(err, -errno, "%s: %s", logdir, strerror(errno));
+    snprintf(tmp, sizeof tmp, "%s/.%020lld.json.%d.tmp", logdir, (long long)version, (int)getpid());
+    snprintf(fin, sizeof fin, "%s/%020lld.json", logdir, (long long)version);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return cdc__err(err, -errno, "%s: %s", tmp, strerror(errno));
+    int rc = write_all(fd, text->p, text->len);
+    if (!rc && fsync(fd)) rc = -errno;
+    close(fd);
+    if (rc) {
+        unlink(tmp);
+        return cdc__err(err, rc, "%s: %s", tmp, strerror(-rc));
+    }
+    if (link(tmp, fin)) {
+        int e = errno;
+        unlink(tmp);
+        if (e == EEXIST)
+            return cdc__err(err, CDC_EINVAL, "%s: version %lld was committed by another writer meanwhile", dir,
+                            (long long)version);
+        return cdc__err(err, -e, "%s: %s", fin, strerror(e));
+    }
+    unlink(tmp);
+    if ((rc = sync_dir(logdir))) return cdc__err(err, rc, "%s: fsync: %s", logdir, strerror(-rc));
+    return 0;
+}
+
+/* ---- Export ---- */
+
+int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir, const cdc_export_options_t *opts,
+                     cdc_delta_result_t *res, cdc_error_t *err)
+{
+    cdc_export_options_t defo = {0};
+    cdc_delta_result_t r = {.version = -1};
+    if (!opts) opts = &defo;
+    if (!st || !table || !dir || !*dir) return cdc__err(err, CDC_EINVAL, "cdc_export_delta: bad arguments");
+    if (opts->meta || opts->lower_json || opts->upper_json)
+        return cdc__err(err, CDC_EINVAL, "export of %s: a Delta table holds the whole view (no meta, no key range)",
+                        table);
+    const char *const *names, *const *types;
+    size_t n, nt;
+    int rc = cdc_store_columns(st, table, &names, &n, err);
+    if (!rc) rc = cdc_store_column_types(st, table, &types, &nt, err);
+    if (rc) return rc;
+    if (mkdir(dir, 0755) && errno != EEXIST) return cdc__err(err, -errno, "%s: %s", dir, strerror(errno));
+
+    dlog l;
+    if ((rc = dlog_read(dir, &l, err))) return rc;
+    cdc__buf schema = {0}, c = {0};
+    const char **pqtypes = cdc__calloc(n + 1, sizeof *pqtypes);
+    int ntz;
+    make_schema(names, types, n, &schema, pqtypes, &ntz);
+    writer w = {.st = st, .table = table, .dir = dir, .opts = opts, .names = names, .pqtypes = pqtypes, .ncols = n,
+                .version = l.version + 1, .file_rows = opts->file_rows ? opts->file_rows : 1000000, .fd = -1};
+    int full = l.version < 0 || strcmp(l.schema, schema.p) || !ranges_cover(&l);
+    r.created = l.version < 0;
+    r.schema_changed = l.version >= 0 && strcmp(l.schema, schema.p) != 0;
+    int64_t ms = now_ms();
+    cdc__buf empty = {0};
+    if (full) {
+        if ((rc = write_range(&w, &empty, &empty, err))) goto fail;
+        r.ranges_changed = r.ranges_checked = 1;
+    } else {
+        if ((rc = scan_ranges(st, table, &l, err))) goto fail;
+        for (size_t i = 0; i < l.n; i++) {
+            dfile *f = &l.f[i];
+            f->changed = f->now_rows != f->rows || f->now_hash != f->hash;
+            r.ranges_checked++;
+            if (!f->changed) continue;
+            r.ranges_changed++;
+            if ((rc = write_range(&w, &f->lower, &f->upper, err))) goto fail;
+        }
+        if (!r.ranges_changed) { /* nothing to commit */
+            for (size_t i = 0; i < l.n; i++) r.rows += l.f[i].rows;
+            r.files_kept = l.n;
+            goto out;
+        }
+    }
+    /* The commit. */
+    cdc__buf_printf(&c, "{\"commitInfo\":{\"timestamp\":%lld,\"operation\":\"%s\",\"operationParameters\":"
+                        "{\"mode\":\"%s\"},\"isBlindAppend\":false,\"engineInfo\":\"" ENGINE "\"}}\n",
+                    (long long)ms, r.created ? "CREATE TABLE AS SELECT" : "WRITE",
+                    r.created ? "ErrorIfExists" : full ? "Overwrite" : "Refresh");
+    const char *proto = ntz ? "{\"protocol\":{\"minReaderVersion\":3,\"minWriterVersion\":7,\"readerFeatures\":"
+                              "[\"timestampNtz\"],\"writerFeatures\":[\"timestampNtz\"]}}"
+                            : "{\"protocol\":{\"minReaderVersion\":1,\"minWriterVersion\":2}}";
+    /* A table never goes back to a lower protocol. */
+    if (!l.protocol || (ntz && strcmp(l.protocol, proto))) cdc__buf_printf(&c, "%s\n", proto);
+    if (full && (r.created || r.schema_changed)) {
+        char id[37];
+        if (l.table_id) snprintf(id, sizeof id, "%s", l.table_id);
+        else new_uuid(id);
+        cdc__buf_puts(&c, "{\"metaData\":{\"id\":\"");
+        cdc__buf_puts(&c, id);
+        cdc__buf_puts(&c, "\",\"format\":{\"provider\":\"parquet\",\"options\":{}},\"schemaString\":");
+        cdc__json_put_string(&c, schema.p, schema.len);
+        cdc__buf_printf(&c, ",\"partitionColumns\":[],\"configuration\":{},\"createdTime\":%lld}}\n",
+                        (long long)(l.created_ms ? l.created_ms : ms));
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        if (full || l.f[i].changed) {
+            put_remove(&c, &l.f[i], ms);
+            r.files_removed++;
+        } else {
+            r.files_kept++;
+            r.rows += l.f[i].rows;
+        }
+    }
+    for (size_t i = 0; i < w.na; i++) {
+        put_add(&c, &w.a[i], ms);
+        r.rows += w.a[i].rows;
+        r.rows_written += w.a[i].rows;
+    }
+    r.files_added = w.na;
+    r.bytes_written = w.bytes;
+    if ((rc = sync_dir(dir))) {
+        rc = cdc__err(err, rc, "%s: fsync: %s", dir, strerror(-rc));
+        goto fail;
+    }
+    if ((rc = commit(dir, w.version, &c, err))) goto fail;
+    r.version = w.version;
+    goto out;
+fail:
+    /* files no commit refers to */
+    for (size_t i = 0; i < w.na; i++) {
+        char full_path[4400];
+        snprintf(full_path, sizeof full_path, "%s/%s", dir, w.a[i].path);
+        unlink(full_path);
+    }
+out:
+    for (size_t i = 0; i < w.na; i++) {
+        free(w.a[i].path);
+        cdc__buf_free(&w.a[i].lower);
+        cdc__buf_free(&w.a[i].upper);
+        cdc__buf_free(&w.a[i].stats);
+    }
+    free(w.a);
+    cdc__buf_free(&w.out);
+    cdc__buf_free(&schema);
+    cdc__buf_free(&c);
+    free(pqtypes);
+    dlog_free(&l);
+    if (res) *res = r;
+    return rc;
+}
