@@ -29,9 +29,9 @@ TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 DEB_PKGS := build-essential pkg-config librocksdb-dev librdkafka-dev libcjson-dev liburing-dev libjemalloc-dev \
 	libcriterion-dev libpq-dev postgresql-15 postgresql-client-15 kcat curl jq maven openjdk-17-jdk-headless \
-	gnuplot-nox time python3 clang libzstd-dev libsnappy-dev
+	gnuplot-nox time python3 python3-venv clang libzstd-dev libsnappy-dev
 
-.PHONY: all lib deps test test-unit test-asan test-install test-compat test-faults test-sanflags test-e2e demo pipeline-demo install clean bench
+.PHONY: all lib deps test test-unit test-asan test-install test-compat test-faults test-sanflags test-export test-e2e demo pipeline-demo install clean bench
 
 all: lib $(BUILD)/cdcstore
 
@@ -94,6 +94,7 @@ test: deps
 	$(MAKE) test-asan
 	$(MAKE) test-sanflags
 	$(MAKE) test-query
+	$(MAKE) test-export
 	$(MAKE) test-e2e
 	$(MAKE) test-fuzz
 
@@ -107,6 +108,12 @@ test-faults: all
 # A replica written by an earlier build opens and reads the same.
 test-compat: all
 	@bash tests/compat/run.sh
+
+# Parquet files read back by pyarrow and DuckDB (PyPI, in .cache/test-venv;
+# never part of the build).  Delta tables are read by deltalake and Spark in
+# the end-to-end suite (scenario 9b).
+test-export: all
+	@BUILD=$(BUILD) bash tests/export/run_parquet.sh
 
 test-e2e: all
 	@if [ -f tests/e2e/run.sh ]; then bash tests/e2e/run.sh; else echo "end-to-end suite not present"; fi
