@@ -21,7 +21,9 @@
 #   BENCH_E2E_PORT_BASE (57432: its PostgreSQL; Kafka, controller and Connect on the next three;
 #                        moved up by 10 while any of the four is taken)
 #   BENCH_QUERY_ROWS (10000000: rows of the query shim's timings, tests/query/bench.sh: hash,
-#                     reconcile equal and with one changed row, export against COPY TO)
+#                     reconcile equal and with one changed row, export against COPY TO; Parquet
+#                     export against DuckDB's COPY TO, Delta export and its refresh after 1% changed
+#                     rows, with duckdb, pyarrow and deltalake from PyPI in the test venv)
 #   BENCH_PROFILE (1: perf profile of cdcstore at batches of 10,000 when perf exists)
 #   BENCH_OUT (bench/out)   BENCH_RESULTS (bench/RESULTS.md)   BENCH_PNG (bench/throughput.png)
 #   BENCH_CDC (build/cdcstore: the cdcstore binary measured)

@@ -9,12 +9,22 @@
 #   cdcstore reconcile of equal tables, md5 and lookup3
 #   cdcstore reconcile finding one changed row, md5 and lookup3
 #   cdcstore export to a CSV file against COPY public.bench TO a file
+#   then, typed (issue 12): cdcstore export --format parquet (zstd, snappy)
+#   against DuckDB's COPY of the same rows (loaded from the CSV) TO a Parquet
+#   file; cdcstore export --format delta of the whole table (default
+#   --file-rows and 100,000); its refresh after 1% of the rows changed, in
+#   one contiguous key range and at random keys; file sizes beside, and the
+#   files read back (DuckDB, deltalake) against the replica's count
 #
 # Goals (issue 4): reconcile of 10M equal rows < 10 s, one differing row
-# found < 15 s, export faster than COPY TO.  Each figure is printed with the
-# load average at the time, and appended to $QUERY_BENCH_DIR/results.jsonl.
+# found < 15 s, export faster than COPY TO.  Issue 12: Parquet export at least
+# as fast as DuckDB's COPY TO, a Delta refresh after 1% changed rows under a
+# tenth of a full export.  Each figure is printed with the load average at
+# the time, and appended to $QUERY_BENCH_DIR/results.jsonl.
 # Data are generated once per row count and kept in $QUERY_BENCH_DIR
-# (default /tmp/cdcbench); QUERY_BENCH_KEEP=1 keeps PostgreSQL's data too.
+# (default /tmp/cdcbench); QUERY_BENCH_KEEP=1 keeps PostgreSQL's data and
+# the exported files too.  The typed part needs the test venv (tests/lib/venv.sh:
+# duckdb, pyarrow, deltalake from PyPI); QUERY_BENCH_TYPED=0 skips it.
 # Run it on a quiet machine: it uses every core.
 set -uo pipefail
 export LC_ALL=C.UTF-8
@@ -36,14 +46,16 @@ load() { cut -d' ' -f1 /proc/loadavg; }
 PG=$D/pg
 cleanup() {
     [ -f "$PG/data/postmaster.pid" ] && as_pg "$PGBIN/pg_ctl" -D "$PG/data" -m fast stop >/dev/null 2>&1
-    [ "${QUERY_BENCH_KEEP:-0}" = 1 ] || rm -rf "$PG" "$D/out.csv" "$D/copy.csv"
+    [ "${QUERY_BENCH_KEEP:-0}" = 1 ] || rm -rf "$PG" "$D/out.csv" "$D/copy.csv" "$D/typed"
 }
 trap cleanup EXIT
 
 # The best of REPS runs of a command, in seconds (output to $D/last.out).
+# TIMEIT_PREP, when set, is run (not timed) before each run.
 timeit() {
     local best= t0 t1 el
     for _ in $(seq "$REPS"); do
+        [ -n "${TIMEIT_PREP:-}" ] && eval "$TIMEIT_PREP"
         t0=$(now)
         "$@" > "$D/last.out" 2> "$D/last.err"
         local rc=$?
@@ -123,6 +135,7 @@ report "cdcstore export --output (CSV; 2 threads, write(2))" "$t" "$(calc "$N / 
 rm -f "$D/copy.csv"
 t=$(timeit "${PSQL[@]}" -c "COPY public.bench TO '$D/copy.csv' (FORMAT csv, HEADER)")
 cbytes=$(stat -c %s "$D/copy.csv")
+copy_t=$t
 report "PostgreSQL COPY public.bench TO file (CSV, HEADER)" "$t" \
     "$(calc "$N / $t" 0) rows/s, $(calc "$cbytes / $t / 1000000" 0) MB/s, $cbytes bytes"
 # COPY TO writes the heap's order (COPY FROM put some short rows into earlier
@@ -141,3 +154,206 @@ for algo in md5 lookup3; do
     report "reconcile, one changed row, $algo" "$t" "found: $found"
 done
 
+# ---- Typed exports: Parquet and Delta (issue 12) ----
+[ "${QUERY_BENCH_TYPED:-1}" = 1 ] || exit 0
+if [ ! -f "$ROOT/tests/lib/venv.sh" ]; then echo "bench: no tests/lib/venv.sh: the typed part is skipped"; exit 0; fi
+# shellcheck source=../lib/venv.sh
+source "$ROOT/tests/lib/venv.sh"
+venv_ensure duckdb pyarrow deltalake || { echo "bench: no duckdb, pyarrow, deltalake: the typed part is skipped"; exit 0; }
+T=$D/typed
+rm -rf "$T" && mkdir -p "$T"
+K=$((N / 100 > 0 ? N / 100 : 1))   # 1% of the rows
+GEN=(python3 "$ROOT/tests/query/gen.py")
+oneline() { printf '%s' "$1" | tr '\t\n' '  '; }
+
+# The bulk events carry no schemas (schemas.enable=false, NUMERIC as text):
+# with the schema in each of ten million envelopes the file would be seven
+# times larger (18 GB) and the apply above would measure something else.  The
+# replica keeps each column's type from the newest change whose envelope
+# had a schema (store/store.c, "Column history"), so one update of row 1
+# with the values it already has, as a schemas.enable=true envelope, types
+# the table as the first record of a stream with schemas would: id int64,
+# status string, amount Decimal(12,2), note string, paid boolean, qty int32.
+# It changes no value (the hashes and reconciles above stay valid).
+"${GEN[@]}" typed schema "$N" $((N + 1)) $((N + 1)) "$T/schema.jsonl" || exit 1
+"$CDC" apply --db "$D/replica" --quiet "$T/schema.jsonl" || exit 1
+echo "typed by one envelope with a schema: $("$CDC" get --db "$D/replica" --table public.bench '[1]')"
+
+# DuckDB: bench.csv into an in-memory table with the source's types (the
+# load is reported, not compared), then COPY of that table TO a Parquet file,
+# with DuckDB's defaults otherwise (every core, row groups of 122,880 rows).
+# allow_quoted_nulls=false: "" is the empty string and an empty field NULL,
+# as in PostgreSQL's CSV.
+"$VENV_PY" - "$D/bench.csv" "$T" "$REPS" > "$T/duck.tsv" 2> "$T/duck.err" <<'PY'
+import os, sys, time
+import duckdb
+csv, out, reps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+con = duckdb.connect()
+con.execute("CREATE TABLE bench (id BIGINT, status VARCHAR, amount DECIMAL(12,2), note VARCHAR, "
+            "paid BOOLEAN, qty INTEGER)")
+t0 = time.perf_counter()
+con.execute("INSERT INTO bench SELECT * FROM read_csv(?, header = false, allow_quoted_nulls = false, "
+            "columns = {'id': 'BIGINT', 'status': 'VARCHAR', 'amount': 'DECIMAL(12,2)', 'note': 'VARCHAR', "
+            "'paid': 'BOOLEAN', 'qty': 'INTEGER'})", [csv])
+load = time.perf_counter() - t0
+threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
+print(f"load\t{load:.3f}\t{threads} threads, DuckDB {duckdb.__version__}")
+for codec in ("zstd", "snappy"):
+    path = f"{out}/duckdb.{codec}.parquet"
+    best = None
+    for _ in range(reps):
+        if os.path.exists(path):
+            os.unlink(path)
+        t0 = time.perf_counter()
+        con.execute(f"COPY bench TO '{path}' (FORMAT parquet, COMPRESSION {codec})")
+        el = time.perf_counter() - t0
+        best = el if best is None or el < best else best
+    print(f"{codec}\t{best:.3f}\t{os.path.getsize(path)}")
+PY
+[ -s "$T/duck.tsv" ] || { echo "bench: DuckDB failed:" >&2; tail -5 "$T/duck.err" >&2; }
+declare -A duck_t duck_b
+while IFS=$'\t' read -r what sec x; do
+    if [ "$what" = load ]; then
+        report "DuckDB: load bench.csv into a table (not compared)" "$(calc "$sec")" "$(calc "$N / $sec" 0) rows/s, $x"
+    else
+        duck_t[$what]=$(calc "$sec"); duck_b[$what]=$x
+        report "DuckDB COPY bench TO file (Parquet, $what)" "${duck_t[$what]}" "$(calc "$N / $sec" 0) rows/s, $x bytes"
+    fi
+done < "$T/duck.tsv"
+
+# cdcstore export --format parquet of the replica.
+declare -A pq_t pq_b
+for codec in zstd snappy; do
+    t=$(timeit "$CDC" export --db "$D/replica" --table public.bench --format parquet --compression "$codec" \
+        --output "$T/cdc.$codec.parquet")
+    pq_t[$codec]=$t; pq_b[$codec]=$(stat -c %s "$T/cdc.$codec.parquet")
+    vs=""
+    [ -n "${duck_t[$codec]:-}" ] && vs="; against DuckDB's COPY: time x$(calc "$t / ${duck_t[$codec]}"), size x$(calc "${pq_b[$codec]} / ${duck_b[$codec]}")"
+    report "cdcstore export --format parquet ($codec)" "$t" "$(calc "$N / $t" 0) rows/s, ${pq_b[$codec]} bytes$vs"
+done
+# --output syncs the file before it replaces the old one; DuckDB's COPY TO
+# does not sync.  The same export to standard output redirected to a file
+# is the like-for-like figure.
+# shellcheck disable=SC2016
+t=$(timeit sh -c 'exec "$0" export --db "$1" --table public.bench --format parquet > "$2"' \
+    "$CDC" "$D/replica" "$T/stdout.parquet")
+vs=""
+[ -n "${duck_t[zstd]:-}" ] && vs="; against DuckDB's COPY: time x$(calc "$t / ${duck_t[zstd]}")"
+report "cdcstore export --format parquet (zstd) > file (no fsync)" "$t" "$(calc "$N / $t" 0) rows/s$vs"
+rm -f "$T/stdout.parquet"
+
+# Read back by DuckDB: cdcstore's files against DuckDB's own (loaded from the
+# CSV the source was loaded from): the same column types, row count and
+# aggregates over every column.
+t0=$(now)
+chk=$("$VENV_PY" - "$T" "$N" 2>&1 <<'PY'
+import sys
+import duckdb
+t, n = sys.argv[1], int(sys.argv[2])
+con = duckdb.connect()
+q = ("SELECT count(*), min(id), max(id), sum(hash(status)), sum(amount), count(amount), count(note), "
+     "sum(hash(note)), count(*) FILTER (WHERE paid), count(paid), sum(qty) FROM read_parquet(?)")
+desc = "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(?))"
+bad = []
+for codec in ("zstd", "snappy"):
+    mine, ref = f"{t}/cdc.{codec}.parquet", f"{t}/duckdb.{codec}.parquet"
+    ta, tb = (con.execute(desc, [f]).fetchall() for f in (mine, ref))
+    a, b = (con.execute(q, [f]).fetchone() for f in (mine, ref))
+    if ta != tb:
+        bad.append(f"{codec}: types {ta} against DuckDB's {tb}")
+    if a != b or a[0] != n:
+        bad.append(f"{codec}: {a} against DuckDB's {b}")
+types = ", ".join(f"{c} {ty}" for c, ty in con.execute(desc, [f"{t}/cdc.zstd.parquet"]).fetchall())
+print("MISMATCH " + "; ".join(bad) if bad else
+      f"ok: {n} rows, types ({types}) and aggregates of every column equal to DuckDB's files")
+PY
+)
+report "check: the Parquet files read back by DuckDB" "$(calc "$(now) - $t0")" "$(oneline "$chk")"
+
+# Delta, the whole table into a new directory: default --file-rows
+# (1,000,000) and 100,000 (smaller files, a finer refresh).
+declare -A full_t
+FRS=(1000000 100000)
+frargs() { [ "$1" = 1000000 ] || echo "--file-rows $1"; }
+for fr in "${FRS[@]}"; do
+    # shellcheck disable=SC2046
+    t=$(TIMEIT_PREP="rm -rf '$T/delta$fr'" timeit "$CDC" export --db "$D/replica" --table public.bench \
+        --format delta --output "$T/delta$fr" $(frargs "$fr"))
+    full_t[$fr]=$t
+    report "cdcstore export --format delta, full, file-rows $fr" "$t" \
+        "$(calc "$N / $t" 0) rows/s, $(du -sb "$T/delta$fr" | cut -f1) bytes in $(find "$T/delta$fr" -name '*.parquet' | wc -l) files"
+done
+
+# deltalake reads DIR: the latest version's row count against the replica's
+# (cdcstore hash counts it by another path), its rows whose note starts with
+# PREFIX against EXPECT, and version 0 (time travel) against N.
+delta_check() { # DIR PREFIX EXPECT
+    local rows
+    rows=$("$CDC" hash --db "$D/replica" --table public.bench | cut -f4)
+    "$VENV_PY" - "$1" "$2" "$3" "$rows" "$N" 2>&1 <<'PY'
+import sys
+import duckdb
+from deltalake import DeltaTable
+d, prefix, expect, rows, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+dt = DeltaTable(d)
+ds = dt.to_pyarrow_dataset()
+con = duckdb.connect()
+con.register("ds", ds)
+got, marked = con.execute("SELECT count(*), count(*) FILTER (WHERE starts_with(note, ?)) FROM ds",
+                          [prefix + " "]).fetchone()
+v0 = DeltaTable(d, version=0).to_pyarrow_dataset().count_rows()
+ok = got == rows and marked == expect and v0 == n
+print(("ok" if ok else "MISMATCH") + f": version {dt.version()}: {got} rows (replica {rows}), {marked} "
+      f"'{prefix}' notes (expected {expect}); version 0: {v0} rows (expected {n})")
+PY
+}
+
+# An incremental refresh after 1% of the rows changed: updates applied as
+# Debezium envelopes (with schemas, higher LSNs), then the same export into
+# the same directory.  Each run starts from a hard-linked copy of the table
+# as it was before the refresh (a refresh writes new files and links a new
+# commit; it never changes a file in place), so REPS > 1 times the same work.
+lsn=$((N + 2))
+declare -A ref_t
+for kind in clustered scattered; do
+    "${GEN[@]}" typed "$kind" "$N" "$lsn" "$lsn" "$T/$kind.jsonl" || exit 1
+    lsn=$((lsn + K))
+    rm -f "$D/replica.done"   # the replica no longer holds bench.csv's rows: built again next run
+    t0=$(now)
+    "$CDC" apply --db "$D/replica" --quiet "$T/$kind.jsonl" || exit 1
+    t=$(calc "$(now) - $t0")
+    report "cdcstore apply: 1% of the rows updated, $kind (with schemas)" "$t" "$K events, $(calc "$K / $t" 0) records/s"
+    for fr in "${FRS[@]}"; do
+        rm -rf "$T/base$fr" && cp -al "$T/delta$fr" "$T/base$fr"
+        # shellcheck disable=SC2046
+        t=$(TIMEIT_PREP="rm -rf '$T/delta$fr' && cp -al '$T/base$fr' '$T/delta$fr'" timeit "$CDC" export \
+            --db "$D/replica" --table public.bench --format delta --output "$T/delta$fr" $(frargs "$fr"))
+        ref_t[$kind$fr]=$t
+        what=$(sed -n 's/.* rows; \(.*\) kept.*/\1 kept/p' "$D/last.out")
+        report "cdcstore export --format delta, refresh after 1% $kind, file-rows $fr" "$t" \
+            "x$(calc "$t / ${full_t[$fr]}" 3) of the full export; ${what:-$(oneline "$(cat "$D/last.out")")}"
+        t0=$(now)
+        chk=$(delta_check "$T/delta$fr" "$kind" "$K")
+        report "check: the Delta table read by deltalake after the $kind refresh, file-rows $fr" \
+            "$(calc "$(now) - $t0")" "$(oneline "$chk")"
+    done
+done
+
+# ---- Issue 12's goals ----
+echo
+echo "issue 12 on $N rows (load $(load)):"
+for codec in zstd snappy; do
+    [ -n "${duck_t[$codec]:-}" ] || continue
+    v="NOT met"; [ "$(calc "${pq_t[$codec]} <= ${duck_t[$codec]}" 0)" = 1 ] && v=met
+    printf '  Parquet, %s: cdcstore export %s s, %s bytes; DuckDB COPY TO %s s, %s bytes: %s (goal: as fast)\n' \
+        "$codec" "${pq_t[$codec]}" "${pq_b[$codec]}" "${duck_t[$codec]}" "${duck_b[$codec]}" "$v"
+done
+printf '  CSV: cdcstore export %s bytes; PostgreSQL COPY TO %s s, %s bytes\n' "$bytes" "$copy_t" "$cbytes"
+for kind in clustered scattered; do
+    for fr in "${FRS[@]}"; do
+        r=$(calc "${ref_t[$kind$fr]} / ${full_t[$fr]}" 3)
+        v="NOT met"; [ "$(calc "$r < 0.1" 0)" = 1 ] && v=met
+        printf '  Delta refresh after 1%% %s, file-rows %s: %s s against %s s full, x%s: %s (goal < 0.1)\n' \
+            "$kind" "$fr" "${ref_t[$kind$fr]}" "${full_t[$fr]}" "$r" "$v"
+    done
+done

@@ -15,9 +15,20 @@ is loaded from, so that the replica and the source start out equal.
                              COLLATE "C" gives the replica's order), uuid, and (int, text):
                              OUTDIR/keys.jsonl, OUTDIR/keys.sql
   gen.py update TOPIC TABLE OFFSET LSN JSONROW   one kcat -J line: op u of JSONROW
+  gen.py typed KIND N OFFSET LSN OUTFILE   updates of public.bench (of N rows) as
+                             schemas.enable=true envelopes (id int64, status string,
+                             amount Decimal scale 2 precision 12 as base64, note string,
+                             paid boolean, qty int32), offsets and LSNs from OFFSET and
+                             LSN up, as kcat -J lines.  KIND: schema (row 1 with the
+                             values bulk gave it: types the table, changes no value),
+                             clustered (N/100 consecutive ids from 0.42 N + 31337, note
+                             'clustered ID', qty and amount changed) or scattered (N/100
+                             ids drawn at random, seed 12; note 'scattered ID')
 """
+import base64
 import datetime as dt
 import json
+import random
 import sys
 
 
@@ -157,6 +168,60 @@ def keys(outdir):
         f.write("\n".join(sql) + "\n")
 
 
+BENCH_FIELDS = [
+    {"type": "int64", "optional": False, "field": "id"},
+    {"type": "string", "optional": True, "field": "status"},
+    {"type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal", "version": 1,
+     "parameters": {"scale": "2", "connect.decimal.precision": "12"}, "field": "amount"},
+    {"type": "string", "optional": True, "field": "note"},
+    {"type": "boolean", "optional": True, "field": "paid"},
+    {"type": "int32", "optional": True, "field": "qty"},
+]
+BENCH_SCHEMA = {"type": "struct", "optional": False, "name": "b.public.bench.Envelope", "fields": [
+    {"type": "struct", "optional": True, "name": "b.public.bench.Value", "field": "before", "fields": BENCH_FIELDS},
+    {"type": "struct", "optional": True, "name": "b.public.bench.Value", "field": "after", "fields": BENCH_FIELDS},
+    {"type": "struct", "optional": False, "field": "source", "fields": [
+        {"type": "int64", "optional": True, "field": "lsn"}, {"type": "int64", "optional": False, "field": "ts_ms"}]},
+    {"type": "string", "optional": False, "field": "op"}]}
+
+
+def decimal_b64(text):
+    """Debezium's precise NUMERIC: the big-endian two's complement unscaled integer, base64."""
+    unscaled = int(text.replace(".", ""))
+    return base64.b64encode(unscaled.to_bytes(unscaled.bit_length() // 8 + 1, "big", signed=True)).decode()
+
+
+def typed(kind, n, offset, lsn, out):
+    n, offset, lsn = int(n), int(offset), int(lsn)
+    if kind == "schema":
+        ids = [1]
+    elif kind == "clustered":
+        k = max(1, n // 100)
+        first = max(1, min(n - k + 1, int(0.42 * n) + 31337))
+        ids = range(first, first + k)
+    elif kind == "scattered":
+        ids = random.Random(12).sample(range(1, n + 1), max(1, n // 100))
+    else:
+        sys.exit("gen.py typed: KIND is schema, clustered or scattered")
+    # The schema is the same in every record: encoded once, spliced in.
+    head = '{"schema":' + json.dumps(BENCH_SCHEMA, separators=(",", ":")) + ',"payload":'
+    with open(out, "w") as f:
+        for j, i in enumerate(ids):
+            _, status, amount, note, paid, qty = bulk_row(i)
+            if kind != "schema":
+                h = (i * 40503 + lsn) & 0xFFFF
+                note = "%s %d" % (kind, i)
+                qty = qty + 1 + h % 7
+                amount = "%d.%02d" % (h % 100000, h % 100)
+            after = {"id": i, "status": status, "amount": decimal_b64(amount), "note": note, "paid": paid,
+                     "qty": qty}
+            payload = json.dumps({"op": "u", "before": None, "after": after,
+                                  "source": {"lsn": lsn + j, "ts_ms": 0}}, separators=(",", ":"))
+            f.write(json.dumps({"topic": "b.public.bench", "partition": 0, "offset": offset + j,
+                                "key": '{"id":%d}' % i, "payload": head + payload + "}"},
+                               separators=(",", ":")) + "\n")
+
+
 def update(topic, table, offset, lsn, row):
     after = json.loads(row)
     env = {"op": "u", "after": after, "source": {"lsn": int(lsn), "ts_ms": 0}}
@@ -172,5 +237,7 @@ if __name__ == "__main__":
         keys(sys.argv[2])
     elif sys.argv[1] == "update":
         update(*sys.argv[2:7])
+    elif sys.argv[1] == "typed":
+        typed(*sys.argv[2:7])
     else:
         sys.exit(__doc__)
