@@ -325,14 +325,20 @@ static int export_one(cdc_store_t *st, const char *table, cdc_export_options_t *
                                "%s: Delta table %s unchanged: %llu key ranges checked, none changed; nothing "
                                "committed (%.1f s)",
                                table, output, (unsigned long long)r.ranges_checked, now() - t0);
+        else if (!rc && (r.created || r.schema_changed))
+            cli_printf_escaped(stdout,
+                               "%s: Delta table %s version %lld%s: %llu rows written to %llu files (%.1f MB), %llu "
+                               "files removed (%.1f s)",
+                               table, output, (long long)r.version,
+                               r.created ? " (new)" : " (schema changed: every file rewritten)",
+                               (unsigned long long)r.rows_written, (unsigned long long)r.files_added,
+                               r.bytes_written / 1e6, (unsigned long long)r.files_removed, now() - t0);
         else if (!rc)
             cli_printf_escaped(
                 stdout,
-                "%s: Delta table %s version %lld%s: %llu rows; %llu of %llu key ranges changed, %llu rows written "
+                "%s: Delta table %s version %lld: %llu rows; %llu of %llu key ranges changed, %llu rows written "
                 "to %llu files (%.1f MB), %llu files removed, %llu kept (%.1f s)",
-                table, output, (long long)r.version,
-                r.created ? " (new)" : r.schema_changed ? " (schema changed: every file rewritten)" : "",
-                (unsigned long long)r.rows, (unsigned long long)r.ranges_changed,
+                table, output, (long long)r.version, (unsigned long long)r.rows, (unsigned long long)r.ranges_changed,
                 (unsigned long long)r.ranges_checked, (unsigned long long)r.rows_written,
                 (unsigned long long)r.files_added, r.bytes_written / 1e6, (unsigned long long)r.files_removed,
                 (unsigned long long)r.files_kept, now() - t0);

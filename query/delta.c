@@ -432,6 +432,8 @@ static void make_schema(const char *const *names, const char *const *types, size
         cdc__buf_printf(schema, ",\"type\":\"%s\",\"nullable\":true,\"metadata\":{}}", dt);
     }
     cdc__buf_puts(schema, "]}");
+    cdc__buf_putc(schema, 0); /* a C string, compared with the log's */
+    schema->len--;
 }
 
 /* ---- Writing data files ---- */

@@ -1061,7 +1061,9 @@ static void write_page(cdc__pq *pq, pq_col *c, size_t r0, size_t r1, size_t o0, 
     cdc__buf *pg = &pq->page;
     pg->len = 0;
     encode_levels(pg, (const unsigned char *)c->defs.p + r0, r1 - r0, nv != r1 - r0);
-    if (c->ptype == T_BOOLEAN) {
+    if (nv == 0) {
+        /* every value NULL: no values (and maybe no buffer at all) */
+    } else if (c->ptype == T_BOOLEAN) {
         const unsigned char *v = (const unsigned char *)c->vals.p + o0;
         size_t nb = (nv + 7) / 8;
         cdc__buf_reserve(pg, nb);
