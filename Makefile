@@ -114,6 +114,7 @@ test-compat: all
 # the end-to-end suite (scenario 9b).
 test-export: all
 	@BUILD=$(BUILD) bash tests/export/run_parquet.sh
+	@BUILD=$(BUILD) bash tests/export/export_halves.sh
 
 test-e2e: all
 	@if [ -f tests/e2e/run.sh ]; then bash tests/e2e/run.sh; else echo "end-to-end suite not present"; fi

@@ -27,7 +27,8 @@
  * is written once, by the lower half, before any row.  A format whose bytes
  * depend on what precedes them (Parquet: its footer holds every column
  * chunk's file offset) says concat_rows = 0 and is exported by one thread
- * through one context: begin once, every row in key order, end once.  The
+ * through one context (begin once, every row in key order, end once),
+ * unless its blocks are relocatable (below).  The
  * other design, both threads handing encoded rows to one writer that calls
  * begin, the rows in key order and end, was not taken: that writer cannot
  * write a row of the upper half before the last of the lower half, so the
@@ -35,8 +36,11 @@
  * CSV for 10 million rows), in a bounded queue (the upper thread then stalls
  * and the export runs at one core's speed), or in a temporary file, which is
  * what the join does already, without a second copy through user space.  A
- * format with relocatable blocks (Parquet's row groups) can later take the
- * same path by telling its end where the second context's blocks landed.
+ * format with relocatable blocks (Parquet's row groups: flush and adopt)
+ * takes the same path: the second context begins as a continuation (no
+ * file header), both flush their last block, the upper half is appended,
+ * and the first context's adopt records where the second's blocks landed
+ * before its end writes the footer that lists them all.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -144,6 +148,12 @@ static int export_part(part *p)
     }
     if (rc < 0) goto done;
     rc = 0;
+    /* A part whose blocks another part's end will describe writes them all. */
+    if (!o.err && !p->end && fmt->flush && (rc = fmt->flush(&p->ctx))) {
+        rc = cdc__err(err, rc, "export of %s: %s: %s", table, fmt->name,
+                      p->ctx.err.msg[0] ? p->ctx.err.msg : cdc_strerror(rc));
+        goto done;
+    }
     if (!o.err && p->end && fmt->end && (rc = fmt->end(&p->ctx))) {
         rc = cdc__err(err, rc, "export of %s: %s footer: %s", table, fmt->name,
                       p->ctx.err.msg[0] ? p->ctx.err.msg : cdc_strerror(rc));
@@ -192,7 +202,8 @@ static int split_point(cdc_store_t *st, const char *table, const cdc_export_opti
                        const cdc__export_format *fmt, int fd, int64_t *mid)
 {
     const char *env = getenv("CDC_EXPORT_THREADS");
-    if ((env && !strcmp(env, "1")) || opts->lower_json || opts->upper_json || !fmt->concat_rows) return -1;
+    if ((env && !strcmp(env, "1")) || opts->lower_json || opts->upper_json || !(fmt->concat_rows || fmt->adopt))
+        return -1;
     struct stat sb;
     int fl = fcntl(fd, F_GETFL);
     if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || fl < 0 || (fl & O_APPEND)) return -1;
@@ -289,6 +300,9 @@ static int export_halves(part *a, part *b, int tmp)
     }
     if (!a->rc && (a->rc = append_file(tmp, a->fd)))
         cdc__err(&a->err, a->rc, "export of %s: write failed: %s", a->table, strerror(-a->rc));
+    if (!a->rc && a->fmt->adopt && (a->rc = a->fmt->adopt(&a->ctx, &b->ctx, a->bytes)))
+        cdc__err(&a->err, a->rc, "export of %s: %s: %s", a->table, a->fmt->name,
+                 a->ctx.err.msg[0] ? a->ctx.err.msg : cdc_strerror(a->rc));
     if (!a->rc && a->fmt->end) {
         cdc__buf tail = {0};
         a->ctx.out = &tail;
@@ -322,7 +336,10 @@ int cdc__export_run(cdc_store_t *st, const char *table, const cdc_export_options
         a.end = 0; /* after the join */
         b.lower_json = midj;
         b.fd = tmp;
-        b.begin = b.end = b.progress = 0;
+        b.end = b.progress = 0;
+        /* concatenated rows need no begin; relocatable blocks begin as a continuation */
+        b.begin = !fmt->concat_rows;
+        b.ctx.continuation = 1;
         done = export_halves(&a, &b, tmp) == 0;
         close(tmp);
         if (!done) {

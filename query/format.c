@@ -146,7 +146,8 @@ static int pq_begin(cdc__export_ctx *c, const char *const *names, size_t n)
         nm[n] = "__lsn", ty[n] = "int64";
         nm[n + 1] = "__deleted", ty[n + 1] = "boolean";
     }
-    cdc__pq_options o = {.row_group_rows = c->opts->row_group_rows, .compression = c->opts->compression};
+    cdc__pq_options o = {.row_group_rows = c->opts->row_group_rows, .compression = c->opts->compression,
+                         .continuation = c->continuation};
     int rc = cdc__pq_open(nm, ty, all, &o, &s->pq, &c->err);
     free(nm);
     free(ty);
@@ -180,6 +181,18 @@ static int pq_end(cdc__export_ctx *c)
     return cdc__pq_end(s->pq, c->out, c->offset, &c->err);
 }
 
+static int pq_flush(cdc__export_ctx *c)
+{
+    pq_state *s = c->state;
+    return cdc__pq_flush(s->pq, c->out, c->offset, &c->err);
+}
+
+static int pq_adopt(cdc__export_ctx *c, cdc__export_ctx *from, uint64_t shift)
+{
+    pq_state *s = c->state, *f = from->state;
+    return cdc__pq_adopt(s->pq, f->pq, shift, &c->err);
+}
+
 static void pq_release(cdc__export_ctx *c)
 {
     pq_state *s = c->state;
@@ -198,6 +211,8 @@ const cdc__export_format cdc__export_parquet = {
     .row = pq_row,
     .end = pq_end,
     .release = pq_release,
+    .flush = pq_flush,
+    .adopt = pq_adopt,
 };
 
 /* ---- By number ---- */

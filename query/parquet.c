@@ -131,6 +131,18 @@ typedef struct pq_col {
     pq_stat rg, file;  /* this row group's, and the written row groups' */
 } pq_col;
 
+/* A written row group and its column chunks, kept until the footer: their
+ * file offsets move when the row groups of a second writer are adopted
+ * behind the first's (cdc__pq_adopt). */
+typedef struct pq_rg {
+    uint64_t start, total_u, total_c, rows;
+} pq_rg;
+
+typedef struct pq_chunk {
+    uint64_t start, usize, csize;
+    size_t st_off, st_len; /* its Statistics struct in pq->stb */
+} pq_chunk;
+
 /* One parsed value of the row being added. */
 typedef struct pq_cell {
     int null;
@@ -153,8 +165,10 @@ struct cdc__pq {
     pq_cell *cells;
     cdc__buf scratch;              /* decoded bytea of the row being added */
     cdc__buf page, z, hdr;         /* encoding buffers, kept between pages */
-    cdc__buf rgs;                  /* the RowGroup structs written so far, Thrift-encoded */
-    size_t nrgs;
+    pq_rg *rg;                     /* the row groups written so far (and adopted) */
+    pq_chunk *ch;                  /* their column chunks, ncols per row group */
+    size_t nrgs, caprgs;
+    cdc__buf stb;                  /* the chunks' Statistics structs, Thrift-encoded */
     ZSTD_CCtx *zc;
 };
 
@@ -1100,16 +1114,20 @@ static void write_page(cdc__pq *pq, pq_col *c, size_t r0, size_t r1, size_t o0, 
  * empties the buffers. */
 static void flush_row_group(cdc__pq *pq, cdc__buf *out, uint64_t offset)
 {
-    static const int codec[] = {[CDC__PQ_ZSTD] = CODEC_ZSTD, [CDC__PQ_SNAPPY] = CODEC_SNAPPY,
-                                [CDC__PQ_NONE] = CODEC_UNCOMPRESSED};
-    tw t;
-    tw_init(&t, &pq->rgs);
-    tw_push(&t);
-    tw_list(&t, 1, TT_STRUCT, pq->ncols);
-    uint64_t rg_start = offset + out->len, total_u = 0, total_c = 0;
+    if (pq->nrgs == pq->caprgs) {
+        pq->caprgs = pq->caprgs ? 2 * pq->caprgs : 16;
+        pq->rg = cdc__realloc(pq->rg, pq->caprgs * sizeof *pq->rg);
+        pq->ch = cdc__realloc(pq->ch, pq->caprgs * (pq->ncols ? pq->ncols : 1) * sizeof *pq->ch);
+    }
+    pq_rg *rg = &pq->rg[pq->nrgs];
+    rg->start = offset + out->len;
+    rg->total_u = rg->total_c = 0;
+    rg->rows = pq->rg_rows;
     for (size_t k = 0; k < pq->ncols; k++) {
         pq_col *c = &pq->cols[k];
-        uint64_t start = offset + out->len, usize = 0, csize = 0;
+        pq_chunk *ch = &pq->ch[pq->nrgs * pq->ncols + k];
+        uint64_t usize = 0, csize = 0;
+        ch->start = offset + out->len;
         size_t r0 = 0, o0 = 0, v0 = 0;
         for (size_t p = 0; p <= c->ncuts; p++) {
             size_t r1 = p < c->ncuts ? c->cuts[p].row : pq->rg_rows;
@@ -1119,45 +1137,71 @@ static void flush_row_group(cdc__pq *pq, cdc__buf *out, uint64_t offset)
                 write_page(pq, c, r0, r1, o0, o1, v1 - v0, out, &usize, &csize);
             r0 = r1, o0 = o1, v0 = v1;
         }
-        total_u += usize;
-        total_c += csize;
-        /* ColumnChunk */
-        tw_push(&t);
-        tw_i64(&t, 2, (int64_t)start);
-        tw_struct(&t, 3); /* ColumnMetaData */
-        tw_i32(&t, 1, c->ptype);
-        tw_list(&t, 2, TT_I32, 2);
-        cdc__buf_put_varint(t.b, zigzag(ENC_PLAIN));
-        cdc__buf_put_varint(t.b, zigzag(ENC_RLE));
-        tw_list(&t, 3, TT_BINARY, 1);
-        cdc__buf_put_varint(t.b, strlen(c->name));
-        cdc__buf_puts(t.b, c->name);
-        tw_i32(&t, 4, codec[pq->o.compression]);
-        tw_i64(&t, 5, (int64_t)pq->rg_rows);
-        tw_i64(&t, 6, (int64_t)usize);
-        tw_i64(&t, 7, (int64_t)csize);
-        tw_i64(&t, 9, (int64_t)start);
-        stat_thrift(&t, c, &c->rg);
-        tw_end(&t);
-        tw_end(&t);
+        ch->usize = usize;
+        ch->csize = csize;
+        rg->total_u += usize;
+        rg->total_c += csize;
+        /* The Statistics struct as it reads after ColumnMetaData field 9. */
+        tw ts;
+        tw_init(&ts, &pq->stb);
+        ts.last[0] = 9;
+        ch->st_off = pq->stb.len;
+        stat_thrift(&ts, c, &c->rg);
+        ch->st_len = pq->stb.len - ch->st_off;
         /* The row group's statistics join the file's; the buffers empty. */
         stat_merge(c, &c->file, &c->rg);
         stat_reset(&c->rg);
         c->vals.len = c->defs.len = 0;
         c->nvals = c->ncuts = c->page_off = 0;
     }
-    tw_i64(&t, 2, (int64_t)total_u);
-    tw_i64(&t, 3, (int64_t)pq->rg_rows);
-    tw_i64(&t, 5, (int64_t)rg_start);
-    tw_i64(&t, 6, (int64_t)total_c);
-    if (pq->nrgs <= INT16_MAX) { /* the ordinal is an i16: left out past it */
-        tw_field(&t, 7, TT_I16);
-        cdc__buf_put_varint(t.b, zigzag((int64_t)pq->nrgs));
-    }
-    tw_end(&t);
     pq->nrgs++;
     pq->rg_rows = 0;
     pq->rg_bytes = 0;
+}
+
+/* The footer's list of RowGroup structs. */
+static void put_row_groups(cdc__pq *pq, tw *t)
+{
+    static const int codec[] = {[CDC__PQ_ZSTD] = CODEC_ZSTD, [CDC__PQ_SNAPPY] = CODEC_SNAPPY,
+                                [CDC__PQ_NONE] = CODEC_UNCOMPRESSED};
+    tw_list(t, 4, TT_STRUCT, pq->nrgs);
+    for (size_t i = 0; i < pq->nrgs; i++) {
+        const pq_rg *rg = &pq->rg[i];
+        tw_push(t);
+        tw_list(t, 1, TT_STRUCT, pq->ncols);
+        for (size_t k = 0; k < pq->ncols; k++) {
+            const pq_col *c = &pq->cols[k];
+            const pq_chunk *ch = &pq->ch[i * pq->ncols + k];
+            tw_push(t); /* ColumnChunk */
+            tw_i64(t, 2, (int64_t)ch->start);
+            tw_struct(t, 3); /* ColumnMetaData */
+            tw_i32(t, 1, c->ptype);
+            tw_list(t, 2, TT_I32, 2);
+            cdc__buf_put_varint(t->b, zigzag(ENC_PLAIN));
+            cdc__buf_put_varint(t->b, zigzag(ENC_RLE));
+            tw_list(t, 3, TT_BINARY, 1);
+            cdc__buf_put_varint(t->b, strlen(c->name));
+            cdc__buf_puts(t->b, c->name);
+            tw_i32(t, 4, codec[pq->o.compression]);
+            tw_i64(t, 5, (int64_t)rg->rows);
+            tw_i64(t, 6, (int64_t)ch->usize);
+            tw_i64(t, 7, (int64_t)ch->csize);
+            tw_i64(t, 9, (int64_t)ch->start);
+            cdc__buf_put(t->b, pq->stb.p + ch->st_off, ch->st_len);
+            t->last[t->d] = 12;
+            tw_end(t);
+            tw_end(t);
+        }
+        tw_i64(t, 2, (int64_t)rg->total_u);
+        tw_i64(t, 3, (int64_t)rg->rows);
+        tw_i64(t, 5, (int64_t)rg->start);
+        tw_i64(t, 6, (int64_t)rg->total_c);
+        if (i <= INT16_MAX) { /* the ordinal is an i16: left out past it */
+            tw_field(t, 7, TT_I16);
+            cdc__buf_put_varint(t->b, zigzag((int64_t)i));
+        }
+        tw_end(t);
+    }
 }
 
 /* ---- API ---- */
@@ -1196,8 +1240,47 @@ int cdc__pq_open(const char *const *names, const char *const *types, size_t ncol
 static void start(cdc__pq *pq, cdc__buf *out)
 {
     if (pq->started) return;
-    cdc__buf_put(out, "PAR1", 4);
+    if (!pq->o.continuation) cdc__buf_put(out, "PAR1", 4);
     pq->started = 1;
+}
+
+int cdc__pq_flush(cdc__pq *pq, cdc__buf *out, uint64_t offset, cdc_error_t *err)
+{
+    if (pq->ended) return cdc__err(err, CDC_EINVAL, "parquet: the file was already ended");
+    start(pq, out);
+    if (pq->rg_rows) flush_row_group(pq, out, offset);
+    return 0;
+}
+
+int cdc__pq_adopt(cdc__pq *pq, const cdc__pq *from, uint64_t shift, cdc_error_t *err)
+{
+    if (pq->ended || from->rg_rows || from->ncols != pq->ncols)
+        return cdc__err(err, CDC_EINVAL, "parquet: cannot adopt the row groups of another writer here");
+    for (size_t k = 0; k < pq->ncols; k++)
+        if (strcmp(pq->cols[k].name, from->cols[k].name) || pq->cols[k].ptype != from->cols[k].ptype)
+            return cdc__err(err, CDC_EINVAL, "parquet: cannot adopt row groups of other columns");
+    for (size_t i = 0; i < from->nrgs; i++) {
+        if (pq->nrgs == pq->caprgs) {
+            pq->caprgs = pq->caprgs ? 2 * pq->caprgs : 16;
+            pq->rg = cdc__realloc(pq->rg, pq->caprgs * sizeof *pq->rg);
+            pq->ch = cdc__realloc(pq->ch, pq->caprgs * (pq->ncols ? pq->ncols : 1) * sizeof *pq->ch);
+        }
+        pq_rg *rg = &pq->rg[pq->nrgs];
+        *rg = from->rg[i];
+        rg->start += shift;
+        for (size_t k = 0; k < pq->ncols; k++) {
+            pq_chunk *ch = &pq->ch[pq->nrgs * pq->ncols + k];
+            *ch = from->ch[i * from->ncols + k];
+            ch->start += shift;
+            size_t off = pq->stb.len;
+            cdc__buf_put(&pq->stb, from->stb.p + ch->st_off, ch->st_len);
+            ch->st_off = off;
+        }
+        pq->nrgs++;
+    }
+    for (size_t k = 0; k < pq->ncols; k++) stat_merge(&pq->cols[k], &pq->cols[k].file, &from->cols[k].file);
+    pq->rows += from->rows;
+    return 0;
 }
 
 int cdc__pq_row(cdc__pq *pq, const char *const *values, const size_t *lens, cdc__buf *out, uint64_t offset,
@@ -1266,8 +1349,7 @@ int cdc__pq_end(cdc__pq *pq, cdc__buf *out, uint64_t offset, cdc_error_t *err)
     tw_end(&t);
     for (size_t k = 0; k < pq->ncols; k++) col_schema(&t, &pq->cols[k]);
     tw_i64(&t, 3, (int64_t)pq->rows);
-    tw_list(&t, 4, TT_STRUCT, pq->nrgs);
-    cdc__buf_put(out, pq->rgs.p, pq->rgs.len);
+    put_row_groups(pq, &t);
     const char *by = "cdcstore version 0.1.0";
     tw_bin(&t, 6, by, strlen(by));
     tw_list(&t, 7, TT_STRUCT, pq->ncols);
@@ -1305,7 +1387,9 @@ void cdc__pq_free(cdc__pq *pq)
     cdc__buf_free(&pq->page);
     cdc__buf_free(&pq->z);
     cdc__buf_free(&pq->hdr);
-    cdc__buf_free(&pq->rgs);
+    free(pq->rg);
+    free(pq->ch);
+    cdc__buf_free(&pq->stb);
     ZSTD_freeCCtx(pq->zc);
     free(pq);
 }

@@ -25,6 +25,9 @@ typedef struct cdc__pq_options {
                                 128 MiB of buffered values) */
     int compression;         /* CDC__PQ_ZSTD (0, the default), CDC__PQ_SNAPPY, CDC__PQ_NONE */
     int zstd_level;          /* 0: 1 (zstd's fastest level that still compresses well) */
+    int continuation;        /* 1: these bytes continue another writer's file: no leading
+                                "PAR1"; end with cdc__pq_flush, then cdc__pq_adopt into that
+                                writer, whose footer then lists these row groups too */
 } cdc__pq_options;
 
 /* A writer for ncols columns named names[i] with the type descriptors
@@ -52,6 +55,18 @@ int cdc__pq_row(cdc__pq *pq, const char *const *values, const size_t *lens, cdc_
  * cdc__pq_row.  Call once; after it only cdc__pq_stats_json, cdc__pq_rows
  * and cdc__pq_free.  Errors: CDC_EINVAL when called twice. */
 int cdc__pq_end(cdc__pq *pq, cdc__buf *out, uint64_t offset, cdc_error_t *err);
+
+/* Writes the row group being built (if any) to out, as cdc__pq_row does
+ * when one is full: every row added is then in out.  For a writer that hands
+ * its row groups to another (cdc__pq_adopt).  Errors: CDC_EINVAL after the end. */
+int cdc__pq_flush(cdc__pq *pq, cdc__buf *out, uint64_t offset, cdc_error_t *err);
+
+/* Makes pq's footer also list the row groups from wrote (flushed, none
+ * being built), which were placed shift bytes after from's offset 0 in
+ * pq's file: how two writers encode the two halves of one file at once.
+ * Their statistics and row counts join pq's.  Errors: CDC_EINVAL when the
+ * columns differ, from has rows not flushed, or pq has ended. */
+int cdc__pq_adopt(cdc__pq *pq, const cdc__pq *from, uint64_t shift, cdc_error_t *err);
 
 /* The rows added so far. */
 uint64_t cdc__pq_rows(const cdc__pq *pq);

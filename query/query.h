@@ -52,6 +52,8 @@ typedef struct cdc__export_ctx {
     const char *const *types; /* at begin: the columns' type descriptors
                                * (cdc_store_column_types; an entry may be NULL) */
     cdc_error_t err;          /* a format's message for the code it returns (optional) */
+    int continuation;         /* 1: a second context of a format with adopt: its bytes go
+                               * after the first context's, which writes the file's start */
 } cdc__export_ctx;
 
 /* How a table's rows become bytes.  For one export the driver calls begin
@@ -73,6 +75,14 @@ typedef struct cdc__export_format {
     int (*row)(cdc__export_ctx *c, const cdc_row_t *row);
     int (*end)(cdc__export_ctx *c);
     void (*release)(cdc__export_ctx *c);
+    /* Formats of relocatable blocks (Parquet's row groups), concat_rows 0:
+     * a second context (continuation 1: begin, rows, flush; no end) may
+     * encode a later key range while the first encodes the earlier one;
+     * the first then flushes, the second's bytes are placed after the
+     * first's, and adopt makes the first's end describe the second's blocks
+     * too, placed shift bytes after the second's offset 0.  NULL: no. */
+    int (*flush)(cdc__export_ctx *c);
+    int (*adopt)(cdc__export_ctx *c, cdc__export_ctx *from, uint64_t shift);
 } cdc__export_format;
 
 extern const cdc__export_format cdc__export_csv, cdc__export_ndjson, cdc__export_parquet;
