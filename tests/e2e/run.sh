@@ -73,6 +73,14 @@ mkdir -p "$WORK"
 # shellcheck source=tests/e2e/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+# The readers of scenario 9b's Parquet and Delta exports (PyPI, never part of
+# the build): tests/lib/venv.sh, the venv .cache/test-venv.
+# shellcheck source=tests/lib/venv.sh
+ROOT=$E2E_ROOT
+. "$ROOT/tests/lib/venv.sh"
+TEST_VENV=$VENV_DIR
+venv_ensure_all() { venv_ensure "${VENV_READERS[@]}"; }
+
 RATE=${E2E_RATE:-1300}
 KEYS=${E2E_KEYS:-20000}
 LAT_SECS=${E2E_LATENCY_SECS:-20}
@@ -1124,38 +1132,176 @@ types_load() {
         echo "$(app_psql -c "SELECT count(*) FROM e2e9.alltypes") rows loaded"
 }
 
-scenario9() {
-    e2e_log "scenario 9: a table of every common type, exported as CSV and loaded back with COPY"
-    [[ -n $MAIN_PID ]] && main_ingest_stop >/dev/null
+# typed_load FILE TABLE: FILE (the CSV a reader printed) loaded by COPY into
+# e2e9.TABLE, a fresh table of public.alltypes' definition: PostgreSQL parses
+# each value in its column's type, so types_compare then compares values.
+typed_load() {
+    app_psql -c "CREATE SCHEMA IF NOT EXISTS e2e9; DROP TABLE IF EXISTS e2e9.$2;
+                 CREATE TABLE e2e9.$2 (LIKE public.alltypes INCLUDING ALL)" &&
+        app_psql -c "\\copy e2e9.$2 FROM '$1' (FORMAT csv, HEADER)" &&
+        echo "$(app_psql -c "SELECT count(*) FROM e2e9.$2") rows loaded"
+}
+
+# typed_read READER PATH OUT [ARGS...]: tests/export/read_table.py's CSV of
+# the Parquet file or Delta table PATH, through READER (pyarrow, duckdb,
+# deltalake, spark), into OUT.
+typed_read() {
+    local reader=$1 path=$2 out=$3
+    shift 3
+    "$TEST_VENV/bin/python" "$ROOT/tests/export/read_table.py" --reader "$reader" --sort k8,kt "$@" "$path" \
+        >"$out" 2>"$out.err" || {
+        echo "read_table.py --reader $reader $* $path exited $?: $(tail -n 5 "$out.err" | tr '\n' ' ' | cut -c1-600)"
+        return 1
+    }
+    echo "read"
+}
+
+# typed_equal READER PATH NAME [ARGS...]: read, load as e2e9.NAME, compare
+# with public.alltypes.
+typed_equal() {
+    local reader=$1 path=$2 name=$3
+    shift 3
+    typed_read "$reader" "$path" "$WORK/$name.csv" "$@" && typed_load "$WORK/$name.csv" "$name" &&
+        types_compare public.alltypes "e2e9.$name"
+}
+
+# The Parquet file's logical types, as pyarrow reads them.
+typed_schema() {
+    local out=$WORK/alltypes-schema.txt want got=0 c
+    "$TEST_VENV/bin/python" "$ROOT/tests/export/read_table.py" --reader pyarrow --schema "$1" >"$out" 2>&1 || {
+        cat "$out"
+        return 1
+    }
+    for want in 'k8 int64' 'i2 int16' 'i4 int32' 'f4 float' 'f8 double' 'n102 decimal128(10, 2)' \
+        'n3810 decimal128(38, 10)' 'n string' 'b binary' 'd date32' 'ts timestamp[us]' 'tstz timestamp[us, tz=UTC]' \
+        'bo bool' 'u extension<arrow.uuid>' 'j extension<arrow.json>' 'jb extension<arrow.json>' 'tm time64[us]' \
+        't string'; do
+        c=${want%% *}
+        if [[ $(awk -F'\t' -v c="$c" '$1 == c { sub(/\[day\]/, "", $2); print $2 }' "$out") != "${want#* }" ]]; then
+            echo "column $c: expected ${want#* }, pyarrow reads: $(awk -F'\t' -v c="$c" '$1 == c' "$out")"
+            got=1
+        fi
+    done
+    ((got == 0)) && echo "logical types as expected: $(tr '\n' ';' <"$out" | cut -c1-300)"
+}
+
+# The second export of the Delta table rewrote only the ranges that changed.
+delta_refresh_report() {
+    local line
+    line=$(grep -E 'version 1: ' "$1") || {
+        echo "no version 1 in: $(cat "$1")"
+        return 1
+    }
+    echo "$line"
+    [[ $line =~ ([0-9]+)\ of\ ([0-9]+)\ key\ ranges\ changed ]] || return 1
+    ((BASH_REMATCH[1] > 0 && BASH_REMATCH[1] < BASH_REMATCH[2])) || {
+        echo "expected some but not all key ranges rewritten"
+        return 1
+    }
+}
+
+# The changes between the Delta table's versions 0 and 1: a few keys only.
+types_refresh_sql() {
+    cat <<'SQL'
+UPDATE public.alltypes SET t = 'refreshed', f8 = 42.5 WHERE k8 IN (1010, 1011);
+DELETE FROM public.alltypes WHERE k8 = 1012;
+INSERT INTO public.alltypes (k8, kt, i4, t) VALUES (1013, 'new row', 13, 'inserted after version 0');
+SQL
+}
+
+# scenario9_run a|b SCHEMAS: 9a without schemas (the stack's default): CSV
+# loaded back with COPY; 9b with schemas.enable=true and precise decimals,
+# where every column's type is known: CSV, then Parquet read by pyarrow and
+# DuckDB, then a Delta table read by deltalake and Spark, refreshed after a
+# few changes (only the changed key ranges rewritten; version 0 still read
+# by time travel), then refreshed after a schema change.
+scenario9_run() {
+    local v=$1 E2E_SCHEMAS=$2 E2E_DECIMAL_MODE=${E2E_DECIMAL_MODE}
+    [[ $v == b ]] && E2E_DECIMAL_MODE=precise
+    e2e_log "scenario 9$v: a table of every common type, exported and read back (schemas.enable=$E2E_SCHEMAS)"
     # topics, create_topics, wait_drained and reconcile_all see only this table
     local -a E2E_TABLES=(alltypes)
-    local r9=$WORK/replica-9 g9=e2e9-$RUN ing T=public.alltypes csv=$WORK/alltypes.csv
+    local P9=e2e9${v}_$RUN r9=$WORK/replica-9$v g9=e2e9$v-$RUN ing T=public.alltypes csv=$WORK/alltypes-9$v.csv
+    local s=9$v pq=$WORK/alltypes-9$v.parquet dl=$WORK/alltypes-9$v.delta
     # The columns whose type the messages do not carry (the decoder's
     # declarations, as lib.sh's for the four tables): NUMERIC(p,s) scales in
     # precise mode; without schemas bytea (base64), date, time and timestamp
     # (numbers).
     local decl=()
-    [[ $E2E_DECIMAL_MODE == precise ]] && decl+=(--decimal "$T.n102=2" --decimal "$T.n3810=10")
+    [[ $E2E_DECIMAL_MODE == precise && $E2E_SCHEMAS == false ]] && decl+=(--decimal "$T.n102=2" --decimal "$T.n3810=10")
     [[ $E2E_SCHEMAS == false ]] && decl+=(--column-type "$T.b=bytea" --column-type "$T.d=date"
         --column-type "$T.tm=time" --column-type "$T.ts=timestamp")
-    check "9 setup: source reset, public.alltypes created and filled, topic created" \
+    check "$s setup: source reset, public.alltypes created and filled, topic created" \
         eval 'reset_source && app_psql -c "$(types_table_sql)" && app_psql -c "$(types_rows_sql)" && create_topics 1 "$P9"' ||
         return 1
-    start_ingest ing "$r9" "$g9" "$WORK/ingest-9.log" "" "$P9" "${decl[@]}"
-    check "9 connector registered (table.include.list=public.alltypes), snapshot done, streaming" eval '
+    start_ingest ing "$r9" "$g9" "$WORK/ingest-9$v.log" "" "$P9" "${decl[@]}"
+    check "$s connector registered (table.include.list=public.alltypes), snapshot done, streaming" eval '
         E2E_CONNECTOR_OPTS="${E2E_CONNECTOR_OPTS:-} table.include.list=public.alltypes" \
-            register_connector e2e9 "$P9" && wait_streaming e2e9 120' || return 1
-    check "9 inserts, updates, deletes and key changes while streaming" app_psql -c "$(types_changes_sql)"
-    check "9 drained" wait_drained e2e9_slot "$g9" "$P9"
-    check "9 ingest stopped by SIGTERM (exit 0)" stop_ingest "$ing"
-    check "9 no dead letters" eval 'same "dead letters" "$(stat_of "$r9" total dead_letters)" 0'
-    check "9 export as CSV" "$CDC" export --db "$r9" --table "$T" --output "$csv"
-    check "9 CSV loaded with COPY into e2e9.alltypes (same definition)" types_load "$csv"
-    check "9 loaded table equals source (EXCEPT ALL both ways; json as text)" types_compare public.alltypes e2e9.alltypes
-    check "9 loaded table equals source as text (numeric n without trailing zeros)" \
+            register_connector e2e9$v "$P9" && wait_streaming e2e9$v 120' || return 1
+    check "$s inserts, updates, deletes and key changes while streaming" app_psql -c "$(types_changes_sql)"
+    check "$s drained" wait_drained "e2e9${v}_slot" "$g9" "$P9"
+    check "$s ingest stopped by SIGTERM (exit 0)" stop_ingest "$ing"
+    check "$s no dead letters" eval 'same "dead letters" "$(stat_of "$r9" total dead_letters)" 0'
+    check "$s export as CSV" "$CDC" export --db "$r9" --table "$T" --output "$csv"
+    app_psql -c "DROP SCHEMA IF EXISTS e2e9 CASCADE" >/dev/null 2>&1
+    check "$s CSV loaded with COPY into e2e9.alltypes (same definition)" types_load "$csv"
+    check "$s loaded table equals source (EXCEPT ALL both ways; json as text)" types_compare public.alltypes e2e9.alltypes
+    check "$s loaded table equals source as text (numeric n without trailing zeros)" \
         types_compare_text public.alltypes e2e9.alltypes
-    check "9 unconstrained NUMERIC NaN loaded back (precise mode: NULL, Debezium sends null)" types_nan
-    check "9 reconcile: replica equals source" types_reconcile "$r9"
+    check "$s unconstrained NUMERIC NaN loaded back (precise mode: NULL, Debezium sends null)" types_nan
+    check "$s reconcile: replica equals source" types_reconcile "$r9"
+    [[ $v == b ]] || return 0
+
+    # Parquet and Delta, read by readers this project did not write.
+    check "$s test venv (duckdb, pyarrow, deltalake, pyspark, delta-spark)" venv_ensure_all || return 1
+    check "$s export as Parquet (snappy, row groups of 100 rows)" \
+        "$CDC" export --db "$r9" --table "$T" --format parquet --compression snappy --row-group-rows 100 --output "$pq"
+    check "$s Parquet logical types (pyarrow)" typed_schema "$pq"
+    check "$s Parquet read by pyarrow equals source" typed_equal pyarrow "$pq" pq_pyarrow
+    check "$s Parquet read by DuckDB equals source" typed_equal duckdb "$pq" pq_duckdb
+    check "$s export as a Delta table (ranges of 50 rows): version 0" \
+        eval '"$CDC" export --db "$r9" --table "$T" --format delta --file-rows 50 --output "$dl" >"$WORK/delta-9b-0.out" && cat "$WORK/delta-9b-0.out"'
+    check "$s Delta version 0 read by deltalake equals source" typed_equal deltalake "$dl" dl0_deltalake
+    check "$s Delta version 0 read by Spark (delta-spark) equals source" typed_equal spark "$dl" dl0_spark
+    app_psql -c "DROP TABLE IF EXISTS e2e9.at_v0; CREATE TABLE e2e9.at_v0 AS TABLE public.alltypes" >/dev/null
+    # A few changes, streamed into the same replica.
+    start_ingest ing "$r9" "$g9" "$WORK/ingest-9$v-2.log" "" "$P9" "${decl[@]}"
+    check "$s updates, a delete and an insert among keys 1010 to 1013" app_psql -c "$(types_refresh_sql)"
+    check "$s drained (2)" wait_drained "e2e9${v}_slot" "$g9" "$P9"
+    check "$s ingest stopped by SIGTERM (exit 0) (2)" stop_ingest "$ing"
+    check "$s Delta refresh: version 1 rewrites only the changed key ranges" \
+        eval '"$CDC" export --db "$r9" --table "$T" --format delta --file-rows 50 --output "$dl" >"$WORK/delta-9b-1.out" && delta_refresh_report "$WORK/delta-9b-1.out"'
+    check "$s Delta version 1 read by deltalake equals source" typed_equal deltalake "$dl" dl1_deltalake
+    check "$s Delta version 1 read by Spark equals source" typed_equal spark "$dl" dl1_spark
+    check "$s Delta version 0 (time travel) read by Spark equals the source before the changes" \
+        eval 'typed_read spark "$dl" "$WORK/dl0tt.csv" --version 0 && typed_load "$WORK/dl0tt.csv" dl0tt &&
+              types_compare e2e9.at_v0 e2e9.dl0tt'
+    check "$s a second refresh with nothing changed commits nothing" \
+        eval '"$CDC" export --db "$r9" --table "$T" --format delta --file-rows 50 --output "$dl" | tee /dev/stderr | grep -q "unchanged"'
+    # A schema change: a column added with a default.
+    start_ingest ing "$r9" "$g9" "$WORK/ingest-9$v-3.log" "" "$P9" "${decl[@]}"
+    check "$s ALTER TABLE ADD COLUMN extra int DEFAULT 7, one row updated" \
+        app_psql -c "ALTER TABLE public.alltypes ADD COLUMN extra int DEFAULT 7; UPDATE public.alltypes SET extra = 8 WHERE k8 = 1013"
+    check "$s drained (3)" wait_drained "e2e9${v}_slot" "$g9" "$P9"
+    check "$s ingest stopped by SIGTERM (exit 0) (3)" stop_ingest "$ing"
+    check "$s Delta refresh after the schema change: version 2, every file rewritten" \
+        eval '"$CDC" export --db "$r9" --table "$T" --format delta --file-rows 50 --output "$dl" | tee /dev/stderr | grep -q "version 2 (schema changed"'
+    check "$s Delta version 2 read by Spark: column extra, 7 everywhere but 8 in one row" \
+        eval 'typed_read spark "$dl" "$WORK/dl2.csv" --columns k8,extra && delta_extra_check "$WORK/dl2.csv"'
+}
+
+# The extra column as Spark read it: every row 7 but key 1013, which is 8.
+delta_extra_check() {
+    local n want
+    want=$(app_psql -c "SELECT count(*) FROM public.alltypes")
+    n=$(awk -F, 'NR > 1 && (($1 == 1013 && $2 == 8) || ($1 != 1013 && $2 == 7))' "$1" | wc -l)
+    same "rows with the expected extra" "$n" "$want" && echo "$n rows with extra as expected"
+}
+
+scenario9() {
+    [[ -n $MAIN_PID ]] && main_ingest_stop >/dev/null
+    scenario9_run a false
+    scenario9_run b true
 }
 
 # ---- 10: schema changes under load -------------------------------------------
