@@ -73,5 +73,6 @@ int cli_export_file(cdc_store_t *st, const char *table, const cdc_export_options
 int cmd_ingest(int argc, char **argv);
 int cmd_hash(int argc, char **argv);
 int cmd_reconcile(int argc, char **argv);
+int cmd_status(int argc, char **argv);
 
 #endif
