@@ -7,7 +7,7 @@ PREFIX ?= /usr/local
 CC ?= cc
 BUILD ?= build
 PKGS := rocksdb rdkafka libcjson liburing libpq
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) libmicrohttpd 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE
 CFLAGS ?= -O2 -g
@@ -19,6 +19,10 @@ LDLIBS := $(PKG_LIBS) -lzstd -lsnappy -lpthread -lm
 # `cdcstore apply` under perf, jemalloc 8.5% (the profile in bench/RESULTS.md).
 # Empty under the sanitizers, which bring their own allocator.
 CLI_ALLOC ?= $(shell pkg-config --libs jemalloc 2>/dev/null)
+# What only the command links: libmicrohttpd serves ingest's /metrics
+# (cli/metrics.c); the library stays without it.
+CLI_PKGS := libmicrohttpd
+CLI_LIBS := $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null)
 
 LIB_SRCS := $(wildcard store/*.c ingest/*.c query/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
@@ -27,7 +31,7 @@ CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_SRCS := $(wildcard tests/unit/*.c)
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-DEB_PKGS := build-essential pkg-config librocksdb-dev librdkafka-dev libcjson-dev liburing-dev libjemalloc-dev \
+DEB_PKGS := build-essential pkg-config librocksdb-dev librdkafka-dev libcjson-dev liburing-dev libjemalloc-dev libmicrohttpd-dev \
 	libcriterion-dev libpq-dev postgresql-15 postgresql-client-15 kcat curl jq maven openjdk-17-jdk-headless \
 	gnuplot-nox time python3 python3-venv clang libzstd-dev libsnappy-dev
 
@@ -49,7 +53,7 @@ $(BUILD)/libcdcstore.so: $(LIB_OBJS)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libcdcstore.so.0 -o $@ $^ $(LDLIBS)
 
 $(BUILD)/cdcstore: $(CLI_OBJS) $(BUILD)/libcdcstore.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libcdcstore.a $(LDLIBS) $(CLI_ALLOC)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libcdcstore.a $(LDLIBS) $(CLI_LIBS) $(CLI_ALLOC)
 
 # Unit tests link the static library (internal symbols included).
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libcdcstore.a
