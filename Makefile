@@ -35,7 +35,7 @@ DEB_PKGS := build-essential pkg-config librocksdb-dev librdkafka-dev libcjson-de
 	libcriterion-dev libpq-dev postgresql-15 postgresql-client-15 kcat curl jq maven openjdk-17-jdk-headless \
 	gnuplot-nox time python3 python3-venv clang libzstd-dev libsnappy-dev
 
-.PHONY: all lib deps test test-unit test-asan test-install test-compat test-faults test-sanflags test-export test-e2e demo pipeline-demo install clean bench
+.PHONY: all lib deps test test-unit test-asan test-install test-status test-compat test-faults test-sanflags test-export test-e2e demo pipeline-demo install clean bench
 
 all: lib $(BUILD)/cdcstore
 
@@ -93,6 +93,7 @@ test-unit-asan: all $(TEST_BINS)
 test: deps
 	$(MAKE) test-unit
 	$(MAKE) test-install
+	$(MAKE) test-status
 	$(MAKE) test-compat
 	$(MAKE) test-faults
 	$(MAKE) test-asan
@@ -104,6 +105,12 @@ test: deps
 
 test-install: all
 	@bash tests/install_test.sh
+
+# `cdcstore status` on applied fixtures, and ingest's /metrics without a
+# broker (tests/cli/status_metrics.sh); /metrics during a real ingest is
+# checked by the end-to-end suite.
+test-status: all
+	@BUILD=$(BUILD) bash tests/cli/status_metrics.sh
 
 # Faults an operator meets: a full disk (tests/faults/*.sh, one process each).
 test-faults: all
