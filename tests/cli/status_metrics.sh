@@ -144,6 +144,9 @@ check "metrics: table counters equal stats" "$(jq '.tables["public.orders"].appl
     "$(awk '$1 == "cdcstore_table_applied_total{table=\"public.orders\"}" {print $2}' "$T/metrics.txt")"
 check "metrics: newest change timestamp" "$(echo "scale=3; $ORD_TS / 1000" | bc)" \
     "$(awk '$1 == "cdcstore_table_newest_change_timestamp_seconds{table=\"public.orders\"}" {print $2}' "$T/metrics.txt")"
+"$BIN" status --db "$DB" --json >"$T/status3.json"
+check "status answers while ingest holds the replica" 0 $?
+check "status while ingest runs: the same positions" "$(jq -c .partitions "$T/status2.json")" "$(jq -c .partitions "$T/status3.json")"
 check "metrics: other paths are 404" 404 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/")"
 # A second process cannot listen on the same port: exit 1.
 set +e
