@@ -7,7 +7,7 @@ PREFIX ?= /usr/local
 CC ?= cc
 BUILD ?= build
 PKGS := rocksdb rdkafka libcjson liburing libpq
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) libmicrohttpd 2>/dev/null)
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE
 CFLAGS ?= -O2 -g
@@ -23,6 +23,7 @@ CLI_ALLOC ?= $(shell pkg-config --libs jemalloc 2>/dev/null)
 # (cli/metrics.c); the library stays without it.
 CLI_PKGS := libmicrohttpd
 CLI_LIBS := $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null)
+CLI_CFLAGS := $(shell pkg-config --cflags $(CLI_PKGS) 2>/dev/null)
 
 LIB_SRCS := $(wildcard store/*.c ingest/*.c query/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
@@ -44,6 +45,8 @@ lib: $(BUILD)/libcdcstore.a $(BUILD)/libcdcstore.so
 $(BUILD)/obj/%.o: %.c include/cdcstore.h store/internal.h $(wildcard */*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(CLI_OBJS): ALL_CFLAGS += $(CLI_CFLAGS)
 
 $(BUILD)/libcdcstore.a: $(LIB_OBJS)
 	@mkdir -p $(BUILD)
