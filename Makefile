@@ -109,11 +109,17 @@ test: deps
 test-install: all
 	@bash tests/install_test.sh
 
-# `cdcstore status` on applied fixtures, and ingest's /metrics without a
-# broker (tests/cli/status_metrics.sh); /metrics during a real ingest is
-# checked by the end-to-end suite.
-test-status: all
+# `cdcstore status` on applied fixtures, ingest's /metrics without a broker
+# and during an ingest from a mock broker (tests/cli/status_metrics.sh);
+# the end-to-end suite checks /metrics during an ingest on the real stack.
+test-status: all $(BUILD)/tests/mock_kafka
 	@BUILD=$(BUILD) bash tests/cli/status_metrics.sh
+
+# A Kafka broker in a process of its own (librdkafka's mock cluster) for
+# test-status.
+$(BUILD)/tests/mock_kafka: tests/cli/mock_kafka.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(WARN) -std=gnu11 $(PKG_CFLAGS) -o $@ $< $(PKG_LIBS)
 
 # Faults an operator meets: a full disk (tests/faults/*.sh, one process each).
 test-faults: all

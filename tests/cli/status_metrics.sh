@@ -10,16 +10,21 @@
 # what the replica knows).  Then `cdcstore ingest --metrics-addr` against a
 # broker that does not answer (ingest keeps retrying) must serve /metrics:
 # the metric names and types, zeros for this run, the replica's per-table
-# counters.  The end-to-end suite (tests/e2e/run.sh, scenario 1) checks
-# /metrics during a real ingest.
+# counters.  Last, an ingest from a broker in another process (librdkafka's
+# mock cluster, tests/cli/mock_kafka.c) under a steady load: /metrics shows
+# cdcstore_applied_total growing and, once drained, one latency per change
+# and no lag; `status --brokers` finds the position at the high watermark.
+# The end-to-end suite (tests/e2e/run.sh, scenario 1) checks /metrics during
+# an ingest on the real stack.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${CDCSTORE:-$ROOT/${BUILD:-build}/cdcstore}
 DATA=$ROOT/tests/data/debezium
 T=$(mktemp -d /tmp/cdcstatus-test.XXXXXX)
-INGEST_PID=
+INGEST_PID= MOCK_PID=
 cleanup() {
     if [ -n "$INGEST_PID" ]; then kill "$INGEST_PID" 2>/dev/null || true; wait "$INGEST_PID" 2>/dev/null || true; fi
+    if [ -n "$MOCK_PID" ]; then kill "$MOCK_PID" 2>/dev/null || true; wait "$MOCK_PID" 2>/dev/null || true; fi
     rm -rf "$T"
 }
 trap cleanup EXIT
@@ -158,6 +163,73 @@ kill -TERM "$INGEST_PID"
 wait "$INGEST_PID"
 check "ingest stops on SIGTERM with 0" 0 $?
 INGEST_PID=
+set -e
+
+# ---- ingest from a mock broker: /metrics under load, status --brokers ----
+# tests/cli/mock_kafka produces RATE creates a second for SECS seconds to
+# one partition; the ingest applies them while /metrics is scraped twice.
+MOCK=${MOCK_KAFKA:-$ROOT/${BUILD:-build}/tests/mock_kafka}
+RATE=200 SECS=8 N=$((200 * 8)) TOPIC=shop.public.items
+mkfifo "$T/mock.in"
+exec 3<>"$T/mock.in"            # the mock broker stays up until fd 3 closes
+"$MOCK" "$TOPIC" "$RATE" "$SECS" <"$T/mock.in" 3>&- >"$T/mock.out" 2>"$T/mock.err" &
+MOCK_PID=$!
+for _ in $(seq 50); do [ -s "$T/mock.out" ] && break; sleep 0.1; done
+BOOT=$(head -1 "$T/mock.out")
+[ -n "$BOOT" ] && ok "mock broker at $BOOT" || { bad "mock broker did not start: $(cat "$T/mock.err")"; }
+PORT=$(free_port)
+LIVE=$T/live
+"$BIN" ingest --db "$LIVE" --brokers "$BOOT" --topic "$TOPIC" --batch-max-ms 50 \
+    --metrics-addr "127.0.0.1:$PORT" 2>"$T/ingest-live.err" 3>&- &
+INGEST_PID=$!
+scrape() { curl -fsS --max-time 5 "http://127.0.0.1:$PORT/metrics" >"$1" 2>/dev/null; }
+value() { awk -v n="$2" '$1 == n {print $2}' "$1"; }
+sleep 3
+scrape "$T/m1.txt" || true
+sleep 3
+scrape "$T/m2.txt" || true
+a=$(value "$T/m1.txt" cdcstore_applied_total) b=$(value "$T/m2.txt" cdcstore_applied_total)
+if [ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt "$a" ]; then ok "metrics: cdcstore_applied_total grows under load ($a -> $b in 3 s)"
+else bad "metrics: cdcstore_applied_total did not grow: '$a' then '$b'"; tail -5 "$T/ingest-live.err"; fi
+r=$(value "$T/m2.txt" cdcstore_records_per_second)
+if awk -v r="${r:-0}" 'BEGIN { exit !(r > 50) }'; then ok "metrics: records_per_second $r under a load of $RATE/s"
+else bad "metrics: records_per_second '$r' under a load of $RATE/s"; fi
+for _ in $(seq 100); do grep -q "^produced" "$T/mock.out" && break; sleep 0.2; done
+grep -q "^produced $N" "$T/mock.out" && ok "mock broker produced $N records" || bad "mock broker: $(cat "$T/mock.out" "$T/mock.err")"
+# drained: the stored position reaches the last offset
+for _ in $(seq 100); do
+    [ "$("$BIN" status --db "$LIVE" --json 2>/dev/null | jq '.partitions[0].offset // -1')" = $((N - 1)) ] && break
+    sleep 0.2
+done
+set +e
+"$BIN" status --db "$LIVE" --brokers "$BOOT" --json >"$T/live.json" 2>"$T/live.err"
+check "status --brokers exits 0 with a broker" 0 $?
+set -e
+check "status --brokers: offset, high watermark, lag" "$((N - 1)) $N 0 0" \
+    "$(jq -r '"\(.partitions[0].offset) \(.partitions[0].high_watermark) \(.partitions[0].lag) \(.total.lag)"' "$T/live.json")"
+check "status --brokers: every change applied" "$N" "$(jq '.tables["public.items"].counters.applied' "$T/live.json")"
+"$BIN" status --db "$LIVE" --brokers "$BOOT" | grep -qE "^  $TOPIC\[0\]  offset $((N - 1))  high watermark $N  lag 0$" \
+    && ok "status --brokers: text" || bad "status --brokers: text: $("$BIN" status --db "$LIVE" --brokers "$BOOT" | grep "$TOPIC")"
+behind=$(jq '.tables["public.items"].behind_ms' "$T/live.json")
+if [ "$behind" -ge 0 ] && [ "$behind" -lt 60000 ]; then ok "status: ${behind} ms behind the source"; else bad "status: behind_ms $behind"; fi
+sleep 0.3
+scrape "$T/m3.txt" || true
+check "metrics: applied_total = every change" "$N" "$(value "$T/m3.txt" cdcstore_applied_total)"
+check "metrics: one latency per change" "$N $N" \
+    "$(value "$T/m3.txt" cdcstore_latency_seconds_count) $(value "$T/m3.txt" 'cdcstore_latency_seconds_bucket{le="+Inf"}')"
+check "metrics: consumer lag 0 once drained" 0 "$(value "$T/m3.txt" cdcstore_consumer_lag_records)"
+check "metrics: table counters" "$N" "$(value "$T/m3.txt" 'cdcstore_table_applied_total{table="public.items"}')"
+nb=$(value "$T/m3.txt" cdcstore_batches_total)
+check "metrics: one apply time per batch" "$nb" "$(value "$T/m3.txt" cdcstore_batch_apply_seconds_count)"
+kill -TERM "$INGEST_PID"
+set +e
+wait "$INGEST_PID"
+check "ingest from the mock broker stops on SIGTERM with 0" 0 $?
+INGEST_PID=
+exec 3>&-
+wait "$MOCK_PID"
+check "mock broker exits 0" 0 $?
+MOCK_PID=
 set -e
 
 echo "# status_metrics: $pass passed, $fail failed"
