@@ -73,6 +73,9 @@ static const char *ingest_usage =
     "                          (a replay: already applied changes are skipped)\n"
     "  --on-error MODE         continue (default): dead-letter bad records; stop: exit 4\n"
     "                          at the first one\n"
+    "  --metrics-addr H:P      serve Prometheus metrics at http://H:P/metrics while it\n"
+    "                          runs (counters, consumer lag, records/s, batch apply time\n"
+    "                          and end-to-end latency histograms, per-table counters)\n"
     "  --decimal T.C=S         the column's NUMERIC values are Debezium's base64 'precise'\n"
     "                          encoding with scale S (remembered by the replica)\n"
     "  --column-type T.C=TYPE  the column's numbers are a time type (envelopes without a\n"
@@ -81,9 +84,6 @@ static const char *ingest_usage =
     "  --sync                  fsync every batch\n"
     "  --latency-report FILE   write the end-to-end latency of every change, in ms\n"
     "                          (apply time minus the event's source ts_ms), one a line\n"
-    "  --metrics-addr H:P      serve Prometheus metrics at http://H:P/metrics while it\n"
-    "                          runs (counters, consumer lag, records/s, batch apply time\n"
-    "                          and end-to-end latency histograms, per-table counters)\n"
     "Exit status: 0 stopped by a signal, 1 error, 2 usage, 3 dead letters were written,\n"
     "4 stopped at a bad record (--on-error stop).\n";
 
@@ -218,9 +218,9 @@ int cmd_ingest(int argc, char **argv)
         status = EXIT_DEAD;
     }
 out_store:
-    cli_metrics_stop(ctx.metrics);
     cdc_store_close(st);
 out_latency:
+    cli_metrics_stop(ctx.metrics);
     if (ctx.latency) fclose(ctx.latency);
 out:
     free(group);
