@@ -283,19 +283,22 @@ int cmd_status(int argc, char **argv)
         fputs(status_usage, stderr);
         return EXIT_USAGE;
     }
+    /* Read-only: no lock, so status answers while an ingest writes. */
+    cdc_open_options_t oo = {.create_if_missing = 0, .read_only = 1, .log = cli_log};
     cdc_store_t *st = NULL;
-    int status = cli_open(db, 0, 1, &st);
-    if (status) {
-        fprintf(stderr, "cdcstore status: cannot answer: no readable replica in %s\n", db);
+    cdc_error_t e = {0};
+    int status = EXIT_OK;
+    int rc = cdc_store_open(db, &oo, &st, &e);
+    if (rc) {
+        cli_printf_escaped(stderr, "cdcstore status: cannot answer: %s", e.msg[0] ? e.msg : cdc_strerror(rc));
         return EXIT_ERR;
     }
-    cdc_error_t e = {0};
     char **tables = NULL;
     size_t nt = 0, np = 0;
     cdc_position_t *pos = NULL;
     cdc_stats_t *ts = NULL, total;
     part_status *ps = NULL;
-    int rc = cdc_store_tables(st, &tables, &nt, &e);
+    rc = cdc_store_tables(st, &tables, &nt, &e);
     if (!rc) rc = cdc_store_positions(st, &pos, &np, &e);
     if (!rc) rc = cdc_store_stats(st, NULL, &total, &e);
     if (!rc) {
