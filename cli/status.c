@@ -24,7 +24,8 @@
 #include "cdcstore.h"
 #include "cli.h"
 
-enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2 };
+/* Exit statuses (the command's: 0, 1 error, 2 usage). */
+enum { ST_OK = 0, ST_CANNOT_ANSWER = 1, ST_USAGE = 2 };
 
 static const char *status_usage =
     "usage: cdcstore status --db DIR [--brokers HOST:PORT] [--timeout-ms MS] [--json]\n"
@@ -270,28 +271,28 @@ int cmd_status(int argc, char **argv)
             long v = strtol(optarg, &end, 10);
             if (!*optarg || *end || v <= 0 || v > 600000) {
                 fprintf(stderr, "cdcstore status: --timeout-ms takes milliseconds, 1 to 600000\n");
-                return EXIT_USAGE;
+                return ST_USAGE;
             }
             timeout_ms = (int)v;
             break;
         }
-        case 'h': fputs(status_usage, stdout); return EXIT_OK;
-        default: fputs(status_usage, stderr); return EXIT_USAGE;
+        case 'h': fputs(status_usage, stdout); return ST_OK;
+        default: fputs(status_usage, stderr); return ST_USAGE;
         }
     }
     if (!db || optind != argc) {
         fputs(status_usage, stderr);
-        return EXIT_USAGE;
+        return ST_USAGE;
     }
     /* Read-only: no lock, so status answers while an ingest writes. */
     cdc_open_options_t oo = {.create_if_missing = 0, .read_only = 1, .log = cli_log};
     cdc_store_t *st = NULL;
     cdc_error_t e = {0};
-    int status = EXIT_OK;
+    int status = ST_OK;
     int rc = cdc_store_open(db, &oo, &st, &e);
     if (rc) {
         cli_printf_escaped(stderr, "cdcstore status: cannot answer: %s", e.msg[0] ? e.msg : cdc_strerror(rc));
-        return EXIT_ERR;
+        return ST_CANNOT_ANSWER;
     }
     char **tables = NULL;
     size_t nt = 0, np = 0;
@@ -321,7 +322,7 @@ int cmd_status(int argc, char **argv)
             if (!ps[i].ok) why = ps[i].err;
         cli_printf_escaped(stderr, "cdcstore status: cannot answer in full: %d of %zu partitions without a high "
                                    "watermark (%s)", failed, np, why);
-        status = EXIT_ERR;
+        status = ST_CANNOT_ANSWER;
     }
 out:
     free(ps);
