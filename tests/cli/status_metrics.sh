@@ -18,7 +18,9 @@
 # an ingest on the real stack.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BIN=${CDCSTORE:-$ROOT/${BUILD:-build}/cdcstore}
+B=${BUILD:-build}
+case $B in /*) ;; *) B=$ROOT/$B ;; esac
+BIN=${CDCSTORE:-$B/cdcstore}
 DATA=$ROOT/tests/data/debezium
 T=$(mktemp -d /tmp/cdcstatus-test.XXXXXX)
 INGEST_PID= MOCK_PID=
@@ -168,7 +170,7 @@ set -e
 # ---- ingest from a mock broker: /metrics under load, status --brokers ----
 # tests/cli/mock_kafka produces RATE creates a second for SECS seconds to
 # one partition; the ingest applies them while /metrics is scraped twice.
-MOCK=${MOCK_KAFKA:-$ROOT/${BUILD:-build}/tests/mock_kafka}
+MOCK=${MOCK_KAFKA:-$B/tests/mock_kafka}
 RATE=200 SECS=8 N=$((200 * 8)) TOPIC=shop.public.items
 mkfifo "$T/mock.in"
 exec 3<>"$T/mock.in"            # the mock broker stays up until fd 3 closes
