@@ -19,6 +19,11 @@ LDLIBS := $(PKG_LIBS) -lzstd -lsnappy -lpthread -lm
 # `cdcstore apply` under perf, jemalloc 8.5% (the profile in bench/RESULTS.md).
 # Empty under the sanitizers, which bring their own allocator.
 CLI_ALLOC ?= $(shell pkg-config --libs jemalloc 2>/dev/null)
+# What only the command links: libmicrohttpd serves ingest's /metrics
+# (cli/metrics.c); the library stays without it.
+CLI_PKGS := libmicrohttpd
+CLI_LIBS := $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null)
+CLI_CFLAGS := $(shell pkg-config --cflags $(CLI_PKGS) 2>/dev/null)
 
 LIB_SRCS := $(wildcard store/*.c ingest/*.c query/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
@@ -27,11 +32,11 @@ CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_SRCS := $(wildcard tests/unit/*.c)
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-DEB_PKGS := build-essential pkg-config librocksdb-dev librdkafka-dev libcjson-dev liburing-dev libjemalloc-dev \
+DEB_PKGS := build-essential pkg-config librocksdb-dev librdkafka-dev libcjson-dev liburing-dev libjemalloc-dev libmicrohttpd-dev \
 	libcriterion-dev libpq-dev postgresql-15 postgresql-client-15 kcat curl jq maven openjdk-17-jdk-headless \
 	gnuplot-nox time python3 python3-venv clang libzstd-dev libsnappy-dev
 
-.PHONY: all lib deps test test-unit test-asan test-install test-compat test-faults test-sanflags test-export test-e2e demo pipeline-demo install clean bench
+.PHONY: all lib deps test test-unit test-asan test-install test-status test-compat test-faults test-sanflags test-export test-e2e demo pipeline-demo install clean bench
 
 all: lib $(BUILD)/cdcstore
 
@@ -41,6 +46,8 @@ $(BUILD)/obj/%.o: %.c include/cdcstore.h store/internal.h $(wildcard */*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+$(CLI_OBJS): ALL_CFLAGS += $(CLI_CFLAGS)
+
 $(BUILD)/libcdcstore.a: $(LIB_OBJS)
 	@mkdir -p $(BUILD)
 	rm -f $@ && ar rcs $@ $^
@@ -49,7 +56,7 @@ $(BUILD)/libcdcstore.so: $(LIB_OBJS)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libcdcstore.so.0 -o $@ $^ $(LDLIBS)
 
 $(BUILD)/cdcstore: $(CLI_OBJS) $(BUILD)/libcdcstore.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libcdcstore.a $(LDLIBS) $(CLI_ALLOC)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libcdcstore.a $(LDLIBS) $(CLI_LIBS) $(CLI_ALLOC)
 
 # Unit tests link the static library (internal symbols included).
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libcdcstore.a
@@ -89,6 +96,7 @@ test-unit-asan: all $(TEST_BINS)
 test: deps
 	$(MAKE) test-unit
 	$(MAKE) test-install
+	$(MAKE) test-status
 	$(MAKE) test-compat
 	$(MAKE) test-faults
 	$(MAKE) test-asan
@@ -100,6 +108,18 @@ test: deps
 
 test-install: all
 	@bash tests/install_test.sh
+
+# `cdcstore status` on applied fixtures, ingest's /metrics without a broker
+# and during an ingest from a mock broker (tests/cli/status_metrics.sh);
+# the end-to-end suite checks /metrics during an ingest on the real stack.
+test-status: all $(BUILD)/tests/mock_kafka
+	@BUILD=$(BUILD) bash tests/cli/status_metrics.sh
+
+# A Kafka broker in a process of its own (librdkafka's mock cluster) for
+# test-status.
+$(BUILD)/tests/mock_kafka: tests/cli/mock_kafka.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(WARN) -std=gnu11 $(PKG_CFLAGS) -o $@ $< $(PKG_LIBS)
 
 # Faults an operator meets: a full disk (tests/faults/*.sh, one process each).
 test-faults: all

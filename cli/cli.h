@@ -69,9 +69,24 @@ void cli_put_base64(FILE *f, const void *data, size_t n);
 int cli_export_file(cdc_store_t *st, const char *table, const cdc_export_options_t *eo, const char *path,
                     uint64_t *rows, cdc_error_t *e);
 
+/* ---- cli/metrics.c: ingest's Prometheus endpoint ---- */
+
+typedef struct cli_metrics cli_metrics;
+/* Serves /metrics on addr (HOST:PORT) from a thread of its own.  Returns 0
+ * with *out set, or an exit status after printing why (2: a malformed
+ * address, 1: cannot listen). */
+int cli_metrics_start(const char *addr, cli_metrics **out);
+/* Hands over a batch's figures (b may be NULL) and, when st is given, the
+ * replica's per-table counters (read from st: only in the thread that
+ * applies).  m may be NULL. */
+void cli_metrics_update(cli_metrics *m, cdc_store_t *st, const cdc_kafka_batch_t *b);
+/* Stops the server and frees m; accepts NULL. */
+void cli_metrics_stop(cli_metrics *m);
+
 /* Subcommands in their own files. */
 int cmd_ingest(int argc, char **argv);
 int cmd_hash(int argc, char **argv);
 int cmd_reconcile(int argc, char **argv);
+int cmd_status(int argc, char **argv);
 
 #endif

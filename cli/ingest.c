@@ -33,11 +33,14 @@ static void on_signal(int sig)
 
 typedef struct ingest_ctx {
     FILE *latency;      /* --latency-report, or NULL */
+    cli_metrics *metrics; /* --metrics-addr, or NULL */
+    cdc_store_t *st;
 } ingest_ctx;
 
 static void on_batch(void *opaque, const cdc_kafka_batch_t *b)
 {
     ingest_ctx *c = opaque;
+    cli_metrics_update(c->metrics, c->st, b);
     if (!c->latency) return;
     for (size_t i = 0; i < b->nlatency; i++) fprintf(c->latency, "%lld\n", (long long)b->latency_ms[i]);
     fflush(c->latency);
@@ -48,6 +51,7 @@ static const char *ingest_usage =
     "                       [--group G] [--batch-max-events N] [--batch-max-ms MS] [--kafka-config FILE]\n"
     "                       [--from-beginning] [--on-error continue|stop] [--sync]\n"
     "                       [--decimal S.T.C=SCALE]... [--column-type S.T.C=TYPE]... [--latency-report FILE]\n"
+    "                       [--metrics-addr HOST:PORT]\n"
     "Consumes Debezium topics into the replica in DIR (created when absent) until\n"
     "SIGINT or SIGTERM, which finish the current batch.  Each batch is applied\n"
     "atomically with its Kafka positions; the positions stored in the replica, not\n"
@@ -69,6 +73,9 @@ static const char *ingest_usage =
     "                          (a replay: already applied changes are skipped)\n"
     "  --on-error MODE         continue (default): dead-letter bad records; stop: exit 4\n"
     "                          at the first one\n"
+    "  --metrics-addr H:P      serve Prometheus metrics at http://H:P/metrics while it\n"
+    "                          runs (counters, consumer lag, records/s, batch apply time\n"
+    "                          and end-to-end latency histograms, per-table counters)\n"
     "  --decimal T.C=S         the column's NUMERIC values are Debezium's base64 'precise'\n"
     "                          encoding with scale S (remembered by the replica)\n"
     "  --column-type T.C=TYPE  the column's numbers are a time type (envelopes without a\n"
@@ -82,7 +89,7 @@ static const char *ingest_usage =
 
 int cmd_ingest(int argc, char **argv)
 {
-    const char *db = NULL, *latency_path = NULL;
+    const char *db = NULL, *latency_path = NULL, *metrics_addr = NULL;
     cdc_kafka_options_t ko = {0};
     const char **topics = cli_calloc((size_t)argc + 1, sizeof *topics);
     char **decimals = cli_calloc((size_t)argc + 1, sizeof *decimals);
@@ -104,10 +111,11 @@ int cmd_ingest(int argc, char **argv)
                                  {"column-type", 1, 0, 'T'},
                                  {"sync", 0, 0, 's'},
                                  {"latency-report", 1, 0, 'L'},
+                                 {"metrics-addr", 1, 0, 'A'},
                                  {"help", 0, 0, 'h'},
                                  {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "d:b:t:R:g:n:m:k:Be:D:T:sL:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:b:t:R:g:n:m:k:Be:D:T:sL:A:h", lo, NULL)) != -1) {
         switch (c) {
         case 'd': db = optarg; break;
         case 'b': ko.brokers = optarg; break;
@@ -131,6 +139,7 @@ int cmd_ingest(int argc, char **argv)
         case 'T': types[ntypes++] = optarg; break;
         case 's': ko.apply.sync = 1; break;
         case 'L': latency_path = optarg; break;
+        case 'A': metrics_addr = optarg; break;
         case 'h': fputs(ingest_usage, stdout); goto out;
         default: fputs(ingest_usage, stderr); status = EXIT_USAGE; goto out;
         }
@@ -160,6 +169,11 @@ int cmd_ingest(int argc, char **argv)
     if ((status = cli_open(db, 1, 0, &st))) goto out_latency;
     cdc_error_t e = {0};
     if ((status = cli_declare_columns(st, "ingest", decimals, ndec, types, ntypes))) goto out_store;
+    ctx.st = st;
+    if (metrics_addr) {
+        if ((status = cli_metrics_start(metrics_addr, &ctx.metrics))) goto out_store;
+        cli_metrics_update(ctx.metrics, st, NULL);
+    }
 
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
@@ -206,6 +220,7 @@ int cmd_ingest(int argc, char **argv)
 out_store:
     cdc_store_close(st);
 out_latency:
+    cli_metrics_stop(ctx.metrics);
     if (ctx.latency) fclose(ctx.latency);
 out:
     free(group);

@@ -215,6 +215,21 @@ CDC_API int cdc_store_apply(cdc_store_t *st, const cdc_record_t *recs, size_t n,
 CDC_API int cdc_store_position(cdc_store_t *st, const char *topic, int32_t partition,
                                int64_t *offset, cdc_error_t *err);
 
+/* One stored source position: the highest applied offset of a topic
+ * partition. */
+typedef struct cdc_position {
+    char *topic;
+    int32_t partition;
+    int64_t offset;
+} cdc_position_t;
+
+/* Every stored position, sorted by (topic, partition), in *out (*n of them).
+ * Ownership: the caller frees *out with cdc_positions_free().
+ * Errors: CDC_EINVAL for NULL arguments. */
+CDC_API int cdc_store_positions(cdc_store_t *st, cdc_position_t **out, size_t *n, cdc_error_t *err);
+/* Frees what cdc_store_positions() returned; accepts NULL. */
+CDC_API void cdc_positions_free(cdc_position_t *p, size_t n);
+
 /* ---- Applying input files ---- */
 
 typedef struct cdc_file_options {
@@ -422,7 +437,12 @@ CDC_API int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir
  * the library's internal slots.  slot is the counter's place in the record
  * each replica keeps per table: a new counter takes the next free slot,
  * and no slot is ever reused or moved, so that replicas written before it
- * read as they were (the counter reads 0 there). */
+ * read as they were (the counter reads 0 there).  Two slots are not counts
+ * but high-water marks, kept with max() on apply and taken as the largest
+ * of the tables' in the totals: newest_ts_ms and newest_lsn, the source
+ * commit time and LSN of the newest change applied to the table (the
+ * replica's age behind the source is the current time minus newest_ts_ms;
+ * cdcstore status prints it). */
 #define CDC_STATS_MAP(XX)                                                                              \
     XX(events_read, READ, 0, "records that reached the decoder")                                        \
     XX(applied, APPLIED, 1, "writes that changed the replica")                                          \
@@ -439,7 +459,9 @@ CDC_API int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir
     XX(rows_live, LIVE, 10, "non-deleted rows (maintained on apply)")                                   \
     XX(rows_deleted, DELETED, 11, "tombstones kept")                                                    \
     XX(tombstones_purged, PURGED, 14, "tombstones removed by cdc_store_gc()")                          \
-    XX(wal_rollbacks, ROLLBACKS, 15, "opens that rolled back to the last consistent point (damaged log)")
+    XX(wal_rollbacks, ROLLBACKS, 15, "opens that rolled back to the last consistent point (damaged log)") \
+    XX(newest_ts_ms, NEWEST_TS, 16, "source ts_ms of the newest applied change (a maximum, not a count)") \
+    XX(newest_lsn, NEWEST_LSN, 17, "source LSN of the newest applied change (a maximum, not a count)")
 
 typedef struct cdc_stats {
 #define CDC__STATS_FIELD(field, SLOT, slot, what) uint64_t field;
@@ -447,7 +469,8 @@ typedef struct cdc_stats {
 #undef CDC__STATS_FIELD
 } cdc_stats_t;
 
-/* Counters for one table, or the totals when table is NULL.
+/* Counters for one table, or the totals when table is NULL (sums, but the
+ * largest newest_ts_ms and newest_lsn of the tables).
  * Errors: CDC_ENOTFOUND for an unknown table. */
 CDC_API int cdc_store_stats(cdc_store_t *st, const char *table, cdc_stats_t *out, cdc_error_t *err);
 
@@ -599,6 +622,18 @@ CDC_API int cdc_kafka_run(cdc_kafka_t *k, cdc_error_t *err);
 
 /* The running figures.  Thread-safety: from the thread that runs k. */
 CDC_API void cdc_kafka_stats(const cdc_kafka_t *k, cdc_kafka_stats_t *out);
+
+/* Asks the brokers for the low and high watermark of (topic, partition):
+ * the offset of its oldest retained record and the offset the next record
+ * will get, so the records a replica at stored offset P has yet to apply
+ * are high - (P + 1).  Uses a short-lived client of its own (no group), and
+ * waits at most timeout_ms (0: 5000) for the answer.  librdkafka's own
+ * logs are discarded.
+ * Errors: CDC_EINVAL for NULL arguments, CDC_EKAFKA when the brokers do not
+ * answer in time or refuse (err names the topic partition and the reason:
+ * an unknown topic or partition too). */
+CDC_API int cdc_kafka_watermarks(const char *brokers, const char *topic, int32_t partition, int timeout_ms,
+                                 int64_t *low, int64_t *high, cdc_error_t *err);
 
 /* Applies nothing more (records consumed but not applied are read again by
  * the next consumer, from the replica's positions), waits for the group

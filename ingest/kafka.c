@@ -914,3 +914,41 @@ void cdc_kafka_close(cdc_kafka_t *k)
     }
     kafka_free(k);
 }
+
+/* ---- Watermarks for status ---- */
+
+static void quiet_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    (void)rk, (void)level, (void)fac, (void)buf;
+}
+
+int cdc_kafka_watermarks(const char *brokers, const char *topic, int32_t partition, int timeout_ms,
+                         int64_t *low, int64_t *high, cdc_error_t *err)
+{
+    if (!brokers || !topic || !low || !high)
+        return cdc__err(err, CDC_EINVAL, "cdc_kafka_watermarks: bad arguments");
+    *low = *high = -1;
+    if (timeout_ms <= 0) timeout_ms = 5000;
+    char es[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set_log_cb(conf, quiet_log_cb);
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, es, sizeof es) != RD_KAFKA_CONF_OK) {
+        rd_kafka_conf_destroy(conf);
+        return cdc__err(err, CDC_EINVAL, "brokers %s: %s", brokers, es);
+    }
+    /* One connection attempt per broker within the timeout is enough. */
+    rd_kafka_conf_set(conf, "socket.connection.setup.timeout.ms", "3000", es, sizeof es);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, es, sizeof es);
+    if (!rk) {
+        rd_kafka_conf_destroy(conf);
+        return cdc__err(err, CDC_EKAFKA, "brokers %s: %s", brokers, es);
+    }
+    rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(rk, topic, partition, low, high, timeout_ms);
+    rd_kafka_destroy(rk);
+    if (e) {
+        *low = *high = -1;
+        return cdc__err(err, CDC_EKAFKA, "%s[%d] at %s: watermarks: %s", topic, (int)partition, brokers,
+                        rd_kafka_err2str(e));
+    }
+    return 0;
+}

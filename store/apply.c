@@ -186,6 +186,15 @@ static void stat_add(cdc__table *t, int slot, int64_t d)
     t->stats_dirty = 1;
 }
 
+/* The high-water mark slots (newest_ts_ms, newest_lsn) keep the largest
+ * value seen. */
+static void stat_max(cdc__table *t, int slot, uint64_t v)
+{
+    if (v <= t->stats[slot]) return;
+    t->stats[slot] = v;
+    t->stats_dirty = 1;
+}
+
 /* ---- Grouping events by key ---- */
 
 typedef struct group {
@@ -942,6 +951,8 @@ static void count_applied(apply_ctx *a, size_t g, size_t m, const start_state *s
     int stored = ss->state;
     stat_add(t, CDC__ST_APPLIED, 1);
     a->res->applied++;
+    if (a->f.ts_ms > 0) stat_max(t, CDC__ST_NEWEST_TS, (uint64_t)a->f.ts_ms);
+    stat_max(t, CDC__ST_NEWEST_LSN, a->f.ver.lsn);
     if (a->evs[a->order[m - 1]].action == CDC__ACT_DELETE) stat_add(t, CDC__ST_DELETES, 1);
     if (kept) stat_add(t, CDC__ST_PLACEHOLDERS, (int64_t)kept);
     if (unresolved) stat_add(t, CDC__ST_UNRESOLVED, (int64_t)unresolved);

@@ -1211,6 +1211,23 @@ int cdc_store_position(cdc_store_t *st, const char *topic, int32_t partition, in
     return 0;
 }
 
+int cdc_store_positions(cdc_store_t *st, cdc_position_t **out, size_t *n, cdc_error_t *err)
+{
+    if (!st || !out || !n) return cdc__err(err, CDC_EINVAL, "cdc_store_positions: bad arguments");
+    *out = cdc__calloc(st->npos + 1, sizeof **out);
+    for (size_t i = 0; i < st->npos; i++)
+        (*out)[i] = (cdc_position_t){cdc__strdup(st->pos[i].topic), st->pos[i].partition, st->pos[i].offset};
+    *n = st->npos;
+    return 0;
+}
+
+void cdc_positions_free(cdc_position_t *p, size_t n)
+{
+    if (!p) return;
+    for (size_t i = 0; i < n; i++) free(p[i].topic);
+    free(p);
+}
+
 /* ---- Rows ---- */
 
 int cdc__row_columns(const cdc__table *t, const char *row, size_t row_len, const char **vals,
@@ -1594,11 +1611,16 @@ void cdc_iter_close(cdc_iter_t *it)
 
 /* ---- Counters ---- */
 
+/* Adds a table's counters to o; the high-water marks (newest_ts_ms,
+ * newest_lsn) take the larger instead. */
 static void stats_out(const uint64_t *s, cdc_stats_t *o)
 {
+    uint64_t ts = o->newest_ts_ms, lsn = o->newest_lsn;
 #define STATS_ADD(field, SLOT, slot, what) o->field += s[CDC__ST_##SLOT];
     CDC_STATS_MAP(STATS_ADD)
 #undef STATS_ADD
+    o->newest_ts_ms = ts > s[CDC__ST_NEWEST_TS] ? ts : s[CDC__ST_NEWEST_TS];
+    o->newest_lsn = lsn > s[CDC__ST_NEWEST_LSN] ? lsn : s[CDC__ST_NEWEST_LSN];
 }
 
 int cdc_store_stats(cdc_store_t *st, const char *table, cdc_stats_t *out, cdc_error_t *err)

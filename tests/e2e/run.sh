@@ -327,11 +327,56 @@ latency_stages() {
     echo "stages over $(wc -l <"$WORK/stages.txt") orders records: commit -> Debezium event p50 $a50 p99 $a99 ms; Debezium event -> Kafka append p50 $b50 p99 $b99 ms (Kafka -> cdcstore apply is the rest)"
 }
 
+# The main ingest of scenario 1 serves Prometheus metrics (--metrics-addr)
+# on METRICS_PORT, a free loopback port.
+METRICS_PORT=
+metric_value() { awk -v n="$2" '$1 == n {print $2}' "$1"; }
+# metrics_during_load: two scrapes of /metrics 3 s apart while changegen
+# runs: every metric with its Prometheus type, the latency histogram's
+# buckets, cdcstore_applied_total growing between them.
+metrics_during_load() {
+    local a=$WORK/metrics-1a.txt b=$WORK/metrics-1b.txt m x y n inf
+    sleep 2
+    curl -fsS --max-time 5 "http://127.0.0.1:$METRICS_PORT/metrics" >"$a" || return 1
+    sleep 3
+    curl -fsS --max-time 5 "http://127.0.0.1:$METRICS_PORT/metrics" >"$b" || return 1
+    for m in cdcstore_events_total:counter cdcstore_applied_total:counter cdcstore_stale_total:counter \
+        cdcstore_duplicate_total:counter cdcstore_tombstones_total:counter cdcstore_dead_letters_total:counter \
+        cdcstore_batches_total:counter cdcstore_consumer_lag_records:gauge cdcstore_records_per_second:gauge \
+        cdcstore_batch_apply_seconds:histogram cdcstore_latency_seconds:histogram \
+        cdcstore_table_applied_total:counter cdcstore_table_rows_live:gauge \
+        cdcstore_table_behind_source_seconds:gauge; do
+        grep -qx "# TYPE ${m%:*} ${m#*:}" "$b" || { echo "no ${m%:*} of type ${m#*:} in $b"; return 1; }
+    done
+    x=$(sed -n 's/^cdcstore_latency_seconds_bucket{le="\([^"]*\)"}.*/\1/p' "$b" | paste -sd' ')
+    [[ $x == '0.05 0.1 0.25 0.5 1 2.5 5 10 +Inf' ]] || { echo "latency buckets: $x"; return 1; }
+    x=$(metric_value "$a" cdcstore_applied_total)
+    y=$(metric_value "$b" cdcstore_applied_total)
+    [[ -n $x && -n $y ]] && ((y > x)) || { echo "cdcstore_applied_total did not grow under load: $x, 3 s later $y"; return 1; }
+    n=$(metric_value "$b" cdcstore_latency_seconds_count)
+    inf=$(metric_value "$b" 'cdcstore_latency_seconds_bucket{le="+Inf"}')
+    [[ -n $n && $n -gt 0 && $n == "$inf" ]] || { echo "latency histogram: count $n, +Inf bucket $inf"; return 1; }
+    echo "cdcstore_applied_total $x -> $y in 3 s; $(metric_value "$b" cdcstore_records_per_second) records/s; $n latencies"
+}
+# status_with_brokers: `cdcstore status --brokers` against the running
+# ingest's replica, drained: every partition has a high watermark, its lag
+# is high - (offset + 1) and 0.
+status_with_brokers() {
+    local out=$WORK/status-1.json
+    "$CDC" status --db "$R" --brokers "$KAFKA_BROKERS" --json >"$out" || { echo "status exited $?"; return 1; }
+    jq -e '.partitions | length > 0 and all(.high_watermark != null and .lag == .high_watermark - .offset - 1)' \
+        "$out" >/dev/null || { echo "partitions:"; jq -c '.partitions[]' "$out"; return 1; }
+    jq -e '.total.lag == 0 and .total.newest_ts_ms > 0' "$out" >/dev/null ||
+        { echo "total: $(jq -c '.total | {lag, newest_ts_ms, behind_ms}' "$out")"; return 1; }
+    echo "$(jq '.partitions | length' "$out") partitions, lag 0, $(jq '.total.behind_ms' "$out") ms behind the source"
+}
+
 scenario1() {
     e2e_log "scenario 1: initial snapshot + streaming under load, transactions open across the snapshot"
     check "1 setup: source reset and seeded, topics created" \
         eval 'reset_source && seed_source && create_topics 1 "$P"' || return 1
-    main_ingest_start
+    METRICS_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    main_ingest_start --metrics-addr "127.0.0.1:$METRICS_PORT"
     local gen
     start_gen gen "$WORK/gen-1.out" --seed 11 --keys "$KEYS" --rate "$RATE" --duration 30
     # The handover, as tests/stack/capture-fixtures.sh sc_inflight_handover,
@@ -362,12 +407,14 @@ scenario1() {
     check "1 B's updates in the replica" check_held_rows
     check "1 reconcile: replica equals source" reconcile_all "$R" 1
     check "1 no dead letters" test "$(stat_of "$R" total dead_letters)" = 0
+    check "1 status --brokers: positions at the high watermarks" status_with_brokers
 
     # The latency window: a steady load on a running pipeline.
     local l0 l1 pct rate o0 o1
     l0=$(wc -l <"$WORK/latency-main-$NSTART.txt")
     o0=$("$E2EK" "$KAFKA_BROKERS" hw "$P.public.orders")
     start_gen gen "$WORK/gen-lat.out" --seed 12 --keys "$KEYS" --rate "$RATE" --duration "$LAT_SECS"
+    check "1 /metrics during the load" metrics_during_load
     check "1 latency window changegen load" gen_wait "$gen" "$WORK/gen-lat.out"
     check "1 latency window drained" wait_drained e2e_slot "$GROUP" "$P"
     l1=$(wc -l <"$WORK/latency-main-$NSTART.txt")

@@ -1660,3 +1660,63 @@ Test(apply, key_of_other_columns)
     tu_rmrf(dir);
     free(dir);
 }
+
+/* newest_ts_ms and newest_lsn are high-water marks of the applied changes:
+ * a late change that is applied, or a stale one however recent its ts_ms,
+ * never lowers or raises them wrongly; the totals take the largest of the
+ * tables'; they survive a reopen.  cdc_store_positions lists every stored
+ * position. */
+static char *env_ts(const char *table, const char *op, const char *after, unsigned long long lsn, long long ts)
+{
+    const char *dot = strchr(table, '.');
+    return fmt("{\"before\":null,\"after\":%s,\"source\":{\"ts_ms\":%lld,\"snapshot\":\"false\",\"schema\":\"%.*s\","
+               "\"table\":\"%s\",\"lsn\":%llu},\"op\":\"%s\",\"ts_ms\":%lld}",
+               after, ts, (int)(dot - table), table, dot + 1, lsn, op, ts + 1);
+}
+
+Test(stats, newest_change_is_a_high_water_mark)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    recs a = {0}, b = {0};
+    recs_add(&a, T, 0, 0, strdup("{\"order_id\":1}"), env_ts("public.orders", "c", "{\"order_id\":1,\"s\":\"a\"}", 100, 1000));
+    recs_add(&a, T, 0, 1, strdup("{\"order_id\":2}"), env_ts("public.orders", "c", "{\"order_id\":2,\"s\":\"a\"}", 300, 3000));
+    tu_apply(st, a.r, a.n);
+    cdc_stats_t s;
+    cr_assert_eq(cdc_store_stats(st, "public.orders", &s, NULL), 0);
+    cr_expect_eq(s.newest_ts_ms, 3000);
+    cr_expect_eq(s.newest_lsn, 300);
+    /* key 1 at LSN 200 is applied (newer than its 100) but older than the
+     * newest change; key 2 at LSN 250 is stale whatever its ts_ms */
+    recs_add(&b, T, 0, 2, strdup("{\"order_id\":1}"), env_ts("public.orders", "u", "{\"order_id\":1,\"s\":\"b\"}", 200, 2000));
+    recs_add(&b, T, 0, 3, strdup("{\"order_id\":2}"), env_ts("public.orders", "u", "{\"order_id\":2,\"s\":\"b\"}", 250, 9999));
+    recs_add(&b, "shop.public.lines", 0, 7, strdup("{\"id\":1}"), env_ts("public.lines", "c", "{\"id\":1}", 50, 5000));
+    cdc_apply_result_t r = tu_apply(st, b.r, b.n);
+    cr_expect_eq(r.applied, 2);
+    cr_expect_eq(r.stale, 1);
+    cdc_store_close(st);
+    st = tu_open(dir);
+    cr_assert_eq(cdc_store_stats(st, "public.orders", &s, NULL), 0);
+    cr_expect_eq(s.newest_ts_ms, 3000, "got %llu", (unsigned long long)s.newest_ts_ms);
+    cr_expect_eq(s.newest_lsn, 300);
+    cr_assert_eq(cdc_store_stats(st, NULL, &s, NULL), 0);
+    cr_expect_eq(s.newest_ts_ms, 5000, "the totals take the largest");
+    cr_expect_eq(s.newest_lsn, 300);
+    cr_expect_eq(s.applied, 4, "the other counters still add up");
+    cdc_position_t *pos = NULL;
+    size_t n = 0;
+    cr_assert_eq(cdc_store_positions(st, &pos, &n, NULL), 0);
+    cr_assert_eq(n, 2);
+    cr_expect_str_eq(pos[0].topic, "shop.public.lines");
+    cr_expect_eq(pos[0].offset, 7);
+    cr_expect_str_eq(pos[1].topic, T);
+    cr_expect_eq(pos[1].partition, 0);
+    cr_expect_eq(pos[1].offset, 3);
+    cdc_positions_free(pos, n);
+    cdc_positions_free(NULL, 0);
+    cdc_store_close(st);
+    recs_free(&a);
+    recs_free(&b);
+    tu_rmrf(dir);
+    free(dir);
+}
