@@ -238,7 +238,8 @@ typedef struct cdc_file_options {
  * strings) or bare Debezium envelopes (without positions; the key is then
  * taken from the row, see ingest/decode.c).  path "-" reads standard input.
  * Blank lines are skipped.  A line that is not a JSON object is dead-lettered
- * with its file and line number.  total may be NULL.
+ * with its file and line number.  total may be NULL; otherwise it is filled
+ * on every return (all zeros when the file could not be opened).
  * Errors: -errno when the file cannot be read, those of cdc_store_apply();
  * -EINTR when *opts->stop was set before the end of the file (the batches
  * applied before it stay, err says up to which line). */
