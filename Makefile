@@ -97,8 +97,11 @@ test: deps
 	$(MAKE) test-e2e
 	$(MAKE) test-fuzz
 
+# The install through pkg-config, then the command as a newcomer meets it
+# (tests/cli/run.sh: a few seconds).
 test-install: all
 	@bash tests/install_test.sh
+	@bash tests/cli/run.sh
 
 # Faults an operator meets: a full disk (tests/faults/*.sh, one process each).
 test-faults: all
