@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/unit/run.sh [--asan] BIN...: runs the Criterion test binaries one
 # after another (make test-unit, make test-unit-asan), each with --jobs 2,
-# and says how far it got: the binary's name and number of tests before it
+# and says how far it got: the binary's name and the tests it lists before it
 # starts, a line every 10 s while it runs (tests done so far), and its
 # result line with the time it took.  A run of the crash tests takes a
 # minute, longer under the sanitizers: without these lines the stage looks
@@ -29,7 +29,8 @@ per_test='^\[(RUN |PASS|----\] Criterion v|====\] Running)'
 for t in "$@"; do
     name=$(basename "$t")
     n=$("$t" --list 2>/dev/null | sed -n 's/^[^ ]*: \([0-9][0-9]*\) tests\{0,1\}$/\1/p' | awk '{s += $1} END {print s + 0}')
-    echo "== $label$name: $n tests"
+    # --list names a parameterised test once: more may run than it lists.
+    echo "== $label$name: $n tests listed"
     log=$t.log
     start=$SECONDS
     # The binary's output, through a loop that counts the tests done and
@@ -56,7 +57,11 @@ for t in "$@"; do
         # Read once more after the end, for what the binary wrote last.
         kill -0 "$pid" 2>/dev/null || running=0
         if ((running && SECONDS - last >= TICK)); then
-            echo "   ... $label$name: $done_n of $n tests done, $((SECONDS - start)) s"
+            if ((done_n <= n)); then
+                echo "   ... $label$name: $done_n of $n tests done, $((SECONDS - start)) s"
+            else
+                echo "   ... $label$name: $done_n tests done, $((SECONDS - start)) s"
+            fi
             last=$SECONDS
         fi
         ((running)) && sleep 0.2
