@@ -30,7 +30,9 @@ for t in "$@"; do
     name=$(basename "$t")
     n=$("$t" --list 2>/dev/null | sed -n 's/^[^ ]*: \([0-9][0-9]*\) tests\{0,1\}$/\1/p' | awk '{s += $1} END {print s + 0}')
     # --list names a parameterised test once: more may run than it lists.
-    echo "== $label$name: $n tests listed"
+    word=tests
+    ((n == 1)) && word=test
+    echo "== $label$name: $n $word listed"
     log=$t.log
     start=$SECONDS
     # The binary's output, through a loop that counts the tests done and
