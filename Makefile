@@ -69,8 +69,10 @@ deps:
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing; fi
 
+# tests/unit/run.sh prints each binary's name, a progress line every 10 s
+# while it runs, and its result line with the time it took.
 test-unit: all $(TEST_BINS)
-	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t --jobs 2 || exit 1; done
+	@bash tests/unit/run.sh $(TEST_BINS)
 
 test-asan:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
@@ -84,14 +86,11 @@ test-sanflags:
 	  LDFLAGS=-fsanitize=address,undefined CLI_ALLOC= all
 
 # Criterion reports a test that leaks as passed: the sanitizers' own reports
-# fail the run too.
+# fail the run too (tests/unit/run.sh --asan; each binary's output in
+# BIN.log, its name printed before it runs).
 test-unit-asan: all $(TEST_BINS)
-	@set -e; for t in $(TEST_BINS); do echo "== (asan) $$t"; \
-	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 CDC_TEST_QUICK=1 $$t --jobs 2 > $$t.log 2>&1 || { cat $$t.log; exit 1; }; \
-	  tail -1 $$t.log; \
-	  if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' $$t.log; then \
-	    grep -E -A25 'ERROR: (Address|Leak)Sanitizer|runtime error:' $$t.log | head -80; echo "sanitizer report in $$t"; exit 1; fi; \
-	done
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 CDC_TEST_QUICK=1 \
+	  bash tests/unit/run.sh --asan $(TEST_BINS)
 
 test: deps
 	$(MAKE) test-unit
@@ -106,8 +105,11 @@ test: deps
 	$(MAKE) test-e2e
 	$(MAKE) test-fuzz
 
+# The install through pkg-config, then the command as a newcomer meets it
+# (tests/cli/run.sh: a few seconds).
 test-install: all
 	@bash tests/install_test.sh
+	@bash tests/cli/run.sh
 
 # `cdcstore status` on applied fixtures, ingest's /metrics without a broker
 # and during an ingest from a mock broker (tests/cli/status_metrics.sh);

@@ -4,11 +4,16 @@
 #ifndef CDC_CLI_H
 #define CDC_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cdcstore.h"
+
+/* Exit status: 0 success, 1 error, 2 usage error, 3 the run finished but
+ * wrote dead letters, 4 the run stopped at a bad record (--on-error stop). */
+enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_DEAD = 3, EXIT_STOPPED = 4 };
 
 /* The command holds to the library's allocation policy (include/cdcstore.h,
  * "memory"): an allocation that fails ends the process with a message. */
@@ -30,15 +35,49 @@ static inline char *cli_strdup(const char *s)
 
 extern int cli_log_json, cli_log_level;
 void cli_log(void *opaque, int level, const char *facility, const char *msg);
-/* Opens the replica; returns 0 or an exit status after printing the error. */
-int cli_open(const char *db, int create, int read_only, cdc_store_t **st);
-/* Prints the error; returns exit status 1. */
+/* Opens the replica; returns 0 or an exit status after printing the error.
+ * With create, *created (when not NULL) is set to 1 when DIR did not exist
+ * before: cli_remove_new_replica() may then take it away again. */
+int cli_open(const char *db, int create, int read_only, cdc_store_t **st, int *created);
+/* Closes st, then removes the replica directory db, which this run created
+ * (cli_open's *created), when nothing of any input was applied to it: no
+ * record read, no dead letter.  So a command that fails before applying
+ * anything leaves no empty replica behind.  Returns 1 when removed, 0 when
+ * the replica stays (closed either way). */
+int cli_remove_new_replica(cdc_store_t *st, const char *db);
+/* Prints "WHO: " and the error's message, with the code's name in brackets
+ * when the message does not already say it ("cannot open: No such file or
+ * directory" is not followed by "(No such file or directory)"). */
+void cli_print_error(const char *who, const cdc_error_t *e, int rc);
+/* cli_print_error("cdcstore", e, rc); returns exit status 1. */
 int cli_fail(const cdc_error_t *e, int rc);
 /* Splits "LOW:HIGH" (JSON keys, either may be empty); 0 ok, -1 malformed. */
 int cli_parse_range(const char *spec, char **lo, char **hi);
 
 /* --decimal and --column-type: 0, or an exit status after printing. */
 int cli_declare_columns(cdc_store_t *st, const char *cmd, char **decimals, size_t nd, char **types, size_t nt);
+
+/* ---- cli/args.c: option values ---- */
+
+/* Reads the value of a numeric option: decimal digits only (no sign, no
+ * space, nothing after them), from min to max.  On anything else prints
+ * "cdcstore CMD: FLAG VALUE: expected a whole number from MIN to MAX" (no
+ * space after a FLAG that ends in '=', as "--decimal S.T.C=") and
+ * returns EXIT_USAGE; 0 with *out set otherwise.  Every numeric option of
+ * the command goes through it. */
+int cli_parse_uint(const char *cmd, const char *flag, const char *value, uint64_t min, uint64_t max,
+                   uint64_t *out);
+/* Reads an LSN, as a number or in PostgreSQL's X/Y form (two hexadecimal
+ * numbers of at most 8 digits); as cli_parse_uint otherwise. */
+int cli_parse_lsn(const char *cmd, const char *flag, const char *value, uint64_t *out);
+/* The options of a command that takes only --db DIR, --table T (when table
+ * is not NULL; without it --table is a usage error) and --help, followed by
+ * exactly nargs operands, which start at argv[optind] afterwards.  --db and
+ * --table (when asked for) are required.  Returns -1 to go on, else the
+ * exit status to return: EXIT_OK after printing usage for --help,
+ * EXIT_USAGE after printing it to stderr. */
+int cli_db_table_options(int argc, char **argv, const char *usage, int nargs, const char **db,
+                         const char **table);
 
 /* ---- cli/output.c: text for a terminal ---- */
 
@@ -54,6 +93,10 @@ void cli_write_escaped(FILE *f, const char *s, size_t n);
 /* Formats, escapes the whole and writes it to f as one line (newline
  * added) in one write. */
 void cli_printf_escaped(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The word for a count: one when n is 1, else many ("1 tombstone",
+ * "0 tombstones"): every count the command prints in a sentence. */
+const char *cli_plural(uint64_t n, const char *one, const char *many);
 
 /* 1 when the n bytes at s are valid UTF-8. */
 int cli_utf8_valid(const char *s, size_t n);

@@ -16,8 +16,6 @@
 #include "cdcstore.h"
 #include "cli.h"
 
-enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_DEAD = 3, EXIT_STOPPED = 4 };
-
 static volatile int ingest_stop;
 
 /* The first signal asks for a clean stop after the current batch; a second
@@ -65,8 +63,9 @@ static const char *ingest_usage =
     "  --group G               consumer group (default cdcstore-<basename of DIR>);\n"
     "                          processes of one group split the partitions, each with\n"
     "                          its own replica directory\n"
-    "  --batch-max-events N    records per batch (default 10000)\n"
-    "  --batch-max-ms MS       apply a batch at most MS after its first record (default 100)\n"
+    "  --batch-max-events N    records per batch, 1 to 100000000 (default 10000)\n"
+    "  --batch-max-ms MS       apply a batch at most MS after its first record, 1 to\n"
+    "                          3600000 (default 100)\n"
     "  --kafka-config FILE     librdkafka properties, key=value lines, # comments\n"
     "                          (SASL/SSL settings and secrets belong here)\n"
     "  --from-beginning        read every partition from its first offset in this run\n"
@@ -82,8 +81,10 @@ static const char *ingest_usage =
     "                          schema): timestamp (microseconds), timestamp-ms, date, time;\n"
     "                          or bytea (base64, binary.handling.mode=bytes)\n"
     "  --sync                  fsync every batch\n"
-    "  --latency-report FILE   write the end-to-end latency of every change, in ms\n"
-    "                          (apply time minus the event's source ts_ms), one a line\n"
+    "  --latency-report FILE   write the end-to-end latency of every streamed change, in\n"
+    "                          ms (apply time minus the event's source ts_ms), one a\n"
+    "                          line; snapshot reads have none (their ts_ms is when the\n"
+    "                          snapshot ran, not when the row changed)\n"
     "Exit status: 0 stopped by a signal, 1 error, 2 usage, 3 dead letters were written,\n"
     "4 stopped at a bad record (--on-error stop).\n";
 
@@ -96,7 +97,8 @@ int cmd_ingest(int argc, char **argv)
     char **types = cli_calloc((size_t)argc + 1, sizeof *types);
     size_t ntopics = 0, ndec = 0, ntypes = 0;
     char *group = NULL;
-    int status = EXIT_OK;
+    int status = EXIT_OK, created = 0;
+    uint64_t v;
     static struct option lo[] = {{"db", 1, 0, 'd'},
                                  {"brokers", 1, 0, 'b'},
                                  {"topic", 1, 0, 't'},
@@ -122,8 +124,14 @@ int cmd_ingest(int argc, char **argv)
         case 't': topics[ntopics++] = optarg; break;
         case 'R': ko.topic_regex = optarg; break;
         case 'g': ko.group = optarg; break;
-        case 'n': ko.batch_max_events = strtoul(optarg, NULL, 10); break;
-        case 'm': ko.batch_max_ms = atoi(optarg); break;
+        case 'n':
+            if ((status = cli_parse_uint("ingest", "--batch-max-events", optarg, 1, 100000000, &v))) goto out;
+            ko.batch_max_events = (size_t)v;
+            break;
+        case 'm':
+            if ((status = cli_parse_uint("ingest", "--batch-max-ms", optarg, 1, 3600000, &v))) goto out;
+            ko.batch_max_ms = (int)v;
+            break;
         case 'k': ko.config_file = optarg; break;
         case 'B': ko.from_beginning = 1; break;
         case 'e':
@@ -144,7 +152,7 @@ int cmd_ingest(int argc, char **argv)
         default: fputs(ingest_usage, stderr); status = EXIT_USAGE; goto out;
         }
     }
-    if (!db || (!ntopics && !ko.topic_regex) || optind != argc || ko.batch_max_ms < 0) {
+    if (!db || (!ntopics && !ko.topic_regex) || optind != argc) {
         fputs(ingest_usage, stderr);
         status = EXIT_USAGE;
         goto out;
@@ -158,6 +166,8 @@ int cmd_ingest(int argc, char **argv)
         ko.group = group;
     }
 
+    if ((status = cli_declare_columns(NULL, "ingest", decimals, ndec, types, ntypes))) goto out;
+
     ingest_ctx ctx = {0};
     if (latency_path && !(ctx.latency = fopen(latency_path, "w"))) {
         perror(latency_path);
@@ -166,7 +176,7 @@ int cmd_ingest(int argc, char **argv)
     }
 
     cdc_store_t *st = NULL;
-    if ((status = cli_open(db, 1, 0, &st))) goto out_latency;
+    if ((status = cli_open(db, 1, 0, &st, &created))) goto out_latency;
     cdc_error_t e = {0};
     if ((status = cli_declare_columns(st, "ingest", decimals, ndec, types, ntypes))) goto out_store;
     ctx.st = st;
@@ -203,22 +213,34 @@ int cmd_ingest(int argc, char **argv)
     } else if (rc) {
         status = cli_fail(&e, rc);
     }
+    /* The latency is that of streamed changes only (cdc_kafka_stats_t):
+     * a snapshot read's ts_ms says when the snapshot ran, not when a row
+     * changed. */
+    char latency[160] = "no streamed change yet";
+    if (s.latency_samples)
+        snprintf(latency, sizeof latency, "p50 %lld ms, p99 %lld ms, max %lld ms over %llu %s",
+                 (long long)s.latency_p50_ms, (long long)s.latency_p99_ms, (long long)s.latency_max_ms,
+                 (unsigned long long)s.latency_samples, cli_plural(s.latency_samples, "change", "changes"));
     fprintf(stderr,
-            "cdcstore ingest: %llu records in %llu batches: %llu applied, %llu stale, %llu duplicate, "
-            "%llu tombstones, %llu dead letters; end-to-end latency p50 %lld ms, p99 %lld ms, max %lld ms "
-            "over %llu changes\n",
-            (unsigned long long)s.total.read, (unsigned long long)s.batches, (unsigned long long)s.total.applied,
-            (unsigned long long)s.total.stale, (unsigned long long)s.total.duplicate,
-            (unsigned long long)s.total.tombstones, (unsigned long long)s.total.dead_letters,
-            (long long)s.latency_p50_ms, (long long)s.latency_p99_ms, (long long)s.latency_max_ms,
-            (unsigned long long)s.latency_samples);
+            "cdcstore ingest: %llu %s in %llu %s: %llu applied, %llu stale, %llu duplicate, %llu %s, %llu %s; "
+            "end-to-end latency of streamed changes (snapshot reads not counted): %s\n",
+            (unsigned long long)s.total.read, cli_plural(s.total.read, "record", "records"),
+            (unsigned long long)s.batches, cli_plural(s.batches, "batch", "batches"),
+            (unsigned long long)s.total.applied, (unsigned long long)s.total.stale,
+            (unsigned long long)s.total.duplicate, (unsigned long long)s.total.tombstones,
+            cli_plural(s.total.tombstones, "tombstone", "tombstones"), (unsigned long long)s.total.dead_letters,
+            cli_plural(s.total.dead_letters, "dead letter", "dead letters"), latency);
     if (status == EXIT_OK && s.total.dead_letters) {
-        fprintf(stderr, "cdcstore ingest: %llu dead letters written; see `cdcstore dlq list --db %s`\n",
-                (unsigned long long)s.total.dead_letters, db);
+        cli_printf_escaped(stderr, "cdcstore ingest: %llu %s written; see `cdcstore dlq list --db %s`",
+                           (unsigned long long)s.total.dead_letters,
+                           cli_plural(s.total.dead_letters, "dead letter", "dead letters"), db);
         status = EXIT_DEAD;
     }
 out_store:
-    cdc_store_close(st);
+    /* A run that failed before anything arrived (brokers unreachable, a bad
+     * option) leaves no empty replica behind. */
+    if (created && status != EXIT_OK && status != EXIT_DEAD) cli_remove_new_replica(st, db);
+    else cdc_store_close(st);
 out_latency:
     cli_metrics_stop(ctx.metrics);
     if (ctx.latency) fclose(ctx.latency);

@@ -6,18 +6,18 @@
  */
 #include <getopt.h>
 #include <errno.h>
+#include <ftw.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cdcstore.h"
 #include "cli.h"
-
-enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_DEAD = 3, EXIT_STOPPED = 4 };
 
 /* ---- Logging ---- */
 
@@ -41,32 +41,65 @@ void cli_log(void *opaque, int level, const char *facility, const char *msg)
     }
 }
 
-int cli_open(const char *db, int create, int read_only, cdc_store_t **st)
+int cli_open(const char *db, int create, int read_only, cdc_store_t **st, int *created)
 {
     cdc_open_options_t o = {.create_if_missing = create, .read_only = read_only, .log = cli_log};
     cdc_error_t e = {0};
+    struct stat sb;
+    if (created) *created = 0;
     if (!db) {
         fprintf(stderr, "cdcstore: --db DIR is required\n");
         return EXIT_USAGE;
     }
+    int absent = create && lstat(db, &sb) != 0 && errno == ENOENT;
     int rc = cdc_store_open(db, &o, st, &e);
     if (rc) {
         cli_printf_escaped(stderr, "cdcstore: %s", e.msg);
         return EXIT_ERR;
     }
+    if (created) *created = absent;
     return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+    (void)sb;
+    (void)ftw;
+    return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+int cli_remove_new_replica(cdc_store_t *st, const char *db)
+{
+    cdc_stats_t s;
+    int empty = cdc_store_stats(st, NULL, &s, NULL) == 0 && !s.events_read && !s.dead_letters;
+    cdc_store_close(st);
+    /* Only what RocksDB made there since cli_open found no DIR: nftw does
+     * not follow symbolic links (FTW_PHYS) nor leave the filesystem. */
+    if (!empty || nftw(db, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT)) return 0;
+    cli_printf_escaped(stderr, "cdcstore: nothing was applied: %s, created by this run, is removed again", db);
+    return 1;
+}
+
+void cli_print_error(const char *who, const cdc_error_t *e, int rc)
+{
+    const char *name = cdc_strerror(rc);
+    if (!e->msg[0]) cli_printf_escaped(stderr, "%s: %s", who, name);
+    else if (strcasestr(e->msg, name)) cli_printf_escaped(stderr, "%s: %s", who, e->msg);
+    else cli_printf_escaped(stderr, "%s: %s (%s)", who, e->msg, name);
 }
 
 int cli_fail(const cdc_error_t *e, int rc)
 {
-    cli_printf_escaped(stderr, "cdcstore: %s (%s)", e->msg[0] ? e->msg : cdc_strerror(rc), cdc_strerror(rc));
+    cli_print_error("cdcstore", e, rc);
     return EXIT_ERR;
 }
 
 /* ---- Column declarations (apply and ingest) ---- */
 
-/* Applies --decimal T.C=S and --column-type T.C=TYPE options to the replica.
- * Returns 0, or an exit status after printing the error. */
+/* Applies --decimal T.C=S and --column-type T.C=TYPE options to the replica;
+ * with st NULL only checks their form (and the scale), so that a command can
+ * refuse them before it creates a replica.  Returns 0, or an exit status
+ * after printing the error. */
 int cli_declare_columns(cdc_store_t *st, const char *cmd, char **decimals, size_t nd, char **types, size_t nt)
 {
     cdc_error_t e = {0};
@@ -75,14 +108,18 @@ int cli_declare_columns(cdc_store_t *st, const char *cmd, char **decimals, size_
         char *spec = is_decimal ? decimals[i] : types[i - nd];
         char *eq = strrchr(spec, '='), *dot = eq ? memrchr(spec, '.', (size_t)(eq - spec)) : NULL;
         if (!eq || !dot || dot == spec) {
-            fprintf(stderr, "cdcstore %s: %s %s: expected SCHEMA.TABLE.COLUMN=%s\n", cmd,
-                    is_decimal ? "--decimal" : "--column-type", spec, is_decimal ? "SCALE" : "TYPE");
+            cli_printf_escaped(stderr, "cdcstore %s: %s %s: expected SCHEMA.TABLE.COLUMN=%s", cmd,
+                               is_decimal ? "--decimal" : "--column-type", spec, is_decimal ? "SCALE" : "TYPE");
             return EXIT_USAGE;
         }
-        char table[512], col[256];
+        char table[512], col[256], flag[1024];
         snprintf(table, sizeof table, "%.*s", (int)(dot - spec), spec);
         snprintf(col, sizeof col, "%.*s", (int)(eq - dot - 1), dot + 1);
-        int rc = is_decimal ? cdc_store_set_decimal_scale(st, table, col, atoi(eq + 1), &e)
+        uint64_t scale = 0;
+        snprintf(flag, sizeof flag, "--decimal %.*s", (int)(eq + 1 - spec), spec);
+        if (is_decimal && cli_parse_uint(cmd, flag, eq + 1, 0, 1000, &scale)) return EXIT_USAGE;
+        if (!st) continue;
+        int rc = is_decimal ? cdc_store_set_decimal_scale(st, table, col, (int)scale, &e)
                             : cdc_store_set_column_type(st, table, col, eq + 1, &e);
         if (rc) return cli_fail(&e, rc);
     }
@@ -121,9 +158,10 @@ static void apply_progress(void *opaque, const cdc_apply_result_t *t, uint64_t b
     double n = now();
     if (!p->tty || n - p->last < 0.5) return;
     p->last = n;
-    fprintf(stderr, "\r%llu records (%.1f MB), %.0f records/s, %llu applied, %llu dead letters   ",
-            (unsigned long long)t->read, bytes / 1e6, t->read / (n - p->start + 1e-9),
-            (unsigned long long)t->applied, (unsigned long long)t->dead_letters);
+    fprintf(stderr, "\r%llu %s (%.1f MB), %.0f records/s, %llu applied, %llu %s   ", (unsigned long long)t->read,
+            cli_plural(t->read, "record", "records"), bytes / 1e6, t->read / (n - p->start + 1e-9),
+            (unsigned long long)t->applied, (unsigned long long)t->dead_letters,
+            cli_plural(t->dead_letters, "dead letter", "dead letters"));
 }
 
 static const char *apply_usage =
@@ -133,11 +171,14 @@ static const char *apply_usage =
     "Applies Kafka records (kcat -C -J lines, or bare Debezium envelopes; - is stdin)\n"
     "to the replica in DIR (created when absent), batch by batch, guarded by the\n"
     "ordering version.  Bad records go to the dead-letter store (cdcstore dlq list).\n"
-    "  --batch-size N     records per atomic batch (default 10000)\n"
+    "A FILE that cannot be opened stops the command before it applies anything; a\n"
+    "DIR this run created is removed again when the run fails before applying any.\n"
+    "  --batch-size N     records per atomic batch, 1 to 100000000 (default 10000)\n"
     "  --on-error MODE    continue (default): dead-letter and go on; stop: stop at the\n"
     "                     first bad record, after applying the records before it\n"
     "  --decimal T.C=S    the column's NUMERIC values arrive as Debezium's base64\n"
-    "                     'precise' encoding with scale S (remembered by the replica)\n"
+    "                     'precise' encoding with scale S, 0 to 1000 (remembered by\n"
+    "                     the replica)\n"
     "  --column-type T.C=TYPE  without a schema in the envelopes, the column's numbers\n"
     "                     are a time type: timestamp (microseconds), timestamp-ms, date\n"
     "                     (days) or time (microseconds); or bytea (base64, Debezium's\n"
@@ -154,7 +195,8 @@ static int cmd_apply(int argc, char **argv)
     int quiet = 0;
     char **decimals = cli_calloc((size_t)argc + 1, sizeof *decimals);
     char **types = cli_calloc((size_t)argc + 1, sizeof *types);
-    int ndec = 0, ntypes = 0;
+    int ndec = 0, ntypes = 0, created = 0;
+    uint64_t v;
     static struct option lo[] = {{"db", 1, 0, 'd'},       {"batch-size", 1, 0, 'b'}, {"on-error", 1, 0, 'e'},
                                  {"decimal", 1, 0, 'D'},  {"sync", 0, 0, 's'},       {"quiet", 0, 0, 'q'},
                                  {"column-type", 1, 0, 'T'}, {"help", 0, 0, 'h'},   {0, 0, 0, 0}};
@@ -162,7 +204,14 @@ static int cmd_apply(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "d:b:e:D:sqT:h", lo, NULL)) != -1) {
         switch (c) {
         case 'd': db = optarg; break;
-        case 'b': fo.batch_size = strtoul(optarg, NULL, 10); break;
+        case 'b':
+            if (cli_parse_uint("apply", "--batch-size", optarg, 1, 100000000, &v)) {
+                free(decimals);
+                free(types);
+                return EXIT_USAGE;
+            }
+            fo.batch_size = (size_t)v;
+            break;
         case 'e':
             if (!strcmp(optarg, "stop")) fo.apply.on_error = CDC_ON_ERROR_STOP;
             else if (!strcmp(optarg, "continue")) fo.apply.on_error = CDC_ON_ERROR_CONTINUE;
@@ -182,18 +231,31 @@ static int cmd_apply(int argc, char **argv)
         free(types);
         return EXIT_USAGE;
     }
+    /* What can be refused before the replica is opened (and perhaps
+     * created) is: the column declarations' form, and input files that
+     * cannot be opened. */
+    int r = cli_declare_columns(NULL, "apply", decimals, (size_t)ndec, types, (size_t)ntypes);
+    for (int k = optind; k < argc && !r; k++)
+        if (strcmp(argv[k], "-") && access(argv[k], R_OK)) {
+            cli_printf_escaped(stderr, "cdcstore apply: %s: cannot open: %s; nothing was applied", argv[k],
+                               strerror(errno));
+            r = EXIT_ERR;
+        }
     cdc_store_t *st;
-    int r = cli_open(db, 1, 0, &st);
-    if (r) { free(decimals); free(types); return r; }
-    cdc_error_t e = {0};
-    if ((r = cli_declare_columns(st, "apply", decimals, (size_t)ndec, types, (size_t)ntypes))) {
-        cdc_store_close(st);
+    if (r || (r = cli_open(db, 1, 0, &st, &created))) {
         free(decimals);
         free(types);
         return r;
     }
+    cdc_error_t e = {0};
+    r = cli_declare_columns(st, "apply", decimals, (size_t)ndec, types, (size_t)ntypes);
     free(decimals);
     free(types);
+    if (r) {
+        if (created) cli_remove_new_replica(st, db);
+        else cdc_store_close(st);
+        return r;
+    }
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     progress pg = {isatty(2), now(), 0};
@@ -204,7 +266,7 @@ static int cmd_apply(int argc, char **argv)
     int status = EXIT_OK;
     int i;
     for (i = optind; i < argc && !stop_flag; i++) {
-        cdc_apply_result_t t;
+        cdc_apply_result_t t = {0};
         int rc = cdc_store_apply_file(st, argv[i], &fo, &t, &e);
         all.read += t.read;
         all.applied += t.applied;
@@ -233,14 +295,26 @@ static int cmd_apply(int argc, char **argv)
     }
     if (pg.tty) fputc('\n', stderr);
     double secs = now() - pg.start;
-    if (!quiet)
+    int nothing = !all.read && !all.dead_letters;
+    /* A run that failed before it read a record has no figures to give:
+     * the error said what happened. */
+    if (!quiet && !(nothing && status != EXIT_OK))
         fprintf(stderr,
-                "cdcstore apply: %llu records in %.2f s (%.0f records/s): %llu applied, %llu stale, "
-                "%llu duplicate, %llu tombstones, %llu dead letters%s\n",
-                (unsigned long long)all.read, secs, all.read / (secs + 1e-9), (unsigned long long)all.applied,
-                (unsigned long long)all.stale, (unsigned long long)all.duplicate,
-                (unsigned long long)all.tombstones, (unsigned long long)all.dead_letters,
-                stop_flag ? " (interrupted)" : "");
+                "cdcstore apply: %llu %s in %.2f s (%.0f records/s): %llu applied, %llu stale, "
+                "%llu duplicate, %llu %s, %llu %s%s\n",
+                (unsigned long long)all.read, cli_plural(all.read, "record", "records"), secs,
+                all.read / (secs + 1e-9), (unsigned long long)all.applied, (unsigned long long)all.stale,
+                (unsigned long long)all.duplicate, (unsigned long long)all.tombstones,
+                cli_plural(all.tombstones, "tombstone", "tombstones"), (unsigned long long)all.dead_letters,
+                cli_plural(all.dead_letters, "dead letter", "dead letters"), stop_flag ? " (interrupted)" : "");
+    /* Failed or stopped before anything was applied: a replica this run
+     * created goes again (cli_remove_new_replica checks the replica's own
+     * counters), rather than stay as an empty directory. */
+    if (status != EXIT_OK && nothing && created) {
+        cli_remove_new_replica(st, db);
+        fflush(NULL);
+        return status;
+    }
     if (stop_flag && status > 128) {
         /* Interrupted: end now rather than wait in cdc_store_close for a
          * memtable flush RocksDB has running (up to a second after a large
@@ -253,8 +327,9 @@ static int cmd_apply(int argc, char **argv)
     }
     cdc_store_close(st);
     if (status == EXIT_OK && all.dead_letters) {
-        fprintf(stderr, "cdcstore apply: %llu dead letters written; see `cdcstore dlq list --db %s`\n",
-                (unsigned long long)all.dead_letters, db);
+        cli_printf_escaped(stderr, "cdcstore apply: %llu %s written; see `cdcstore dlq list --db %s`",
+                           (unsigned long long)all.dead_letters,
+                           cli_plural(all.dead_letters, "dead letter", "dead letters"), db);
         status = EXIT_DEAD;
     }
     return status;
@@ -267,8 +342,8 @@ static void export_progress(void *opaque, uint64_t rows, uint64_t bytes)
     progress *p = opaque;
     if (!p->tty) return;
     double n = now();
-    fprintf(stderr, "\r%llu rows, %.1f MB, %.0f rows/s   ", (unsigned long long)rows, bytes / 1e6,
-            rows / (n - p->start + 1e-9));
+    fprintf(stderr, "\r%llu %s, %.1f MB, %.0f rows/s   ", (unsigned long long)rows, cli_plural(rows, "row", "rows"),
+            bytes / 1e6, rows / (n - p->start + 1e-9));
 }
 
 static const char *export_usage =
@@ -294,17 +369,12 @@ static const char *export_usage =
     "Without --table, every table is exported into the directory --output, as\n"
     "TABLE.csv, TABLE.ndjson, TABLE.parquet or a Delta table TABLE/.\n";
 
-/* A positive count for a flag; 0 and a message on stderr when it is not. */
+/* A count of rows for a flag (cli_parse_uint); 0 after a message on stderr
+ * when it is not one. */
 static uint64_t export_count(const char *flag, const char *v)
 {
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (errno || end == v || *end || n == 0 || v[0] == '-') {
-        fprintf(stderr, "cdcstore export: %s %s: expected a positive whole number\n", flag, v);
-        return 0;
-    }
-    return n;
+    uint64_t n;
+    return cli_parse_uint("export", flag, v, 1, 1000000000, &n) ? 0 : n;
 }
 
 /* One table to one path in the export's format. */
@@ -322,36 +392,41 @@ static int export_one(cdc_store_t *st, const char *table, cdc_export_options_t *
         if (pg->tty) fputc('\n', stderr);
         if (!rc && r.version < 0)
             cli_printf_escaped(stdout,
-                               "%s: Delta table %s unchanged: %llu key ranges checked, none changed; nothing "
+                               "%s: Delta table %s unchanged: %llu key %s checked, none changed; nothing "
                                "committed (%.1f s)",
-                               table, output, (unsigned long long)r.ranges_checked, now() - t0);
+                               table, output, (unsigned long long)r.ranges_checked,
+                               cli_plural(r.ranges_checked, "range", "ranges"), now() - t0);
         else if (!rc && (r.created || r.schema_changed))
             cli_printf_escaped(stdout,
-                               "%s: Delta table %s version %lld%s: %llu rows written to %llu files (%.1f MB), %llu "
-                               "files removed (%.1f s)",
+                               "%s: Delta table %s version %lld%s: %llu %s written to %llu %s (%.1f MB), %llu "
+                               "%s removed (%.1f s)",
                                table, output, (long long)r.version,
                                r.created ? " (new)" : " (schema changed: every file rewritten)",
-                               (unsigned long long)r.rows_written, (unsigned long long)r.files_added,
-                               r.bytes_written / 1e6, (unsigned long long)r.files_removed, now() - t0);
+                               (unsigned long long)r.rows_written, cli_plural(r.rows_written, "row", "rows"),
+                               (unsigned long long)r.files_added, cli_plural(r.files_added, "file", "files"),
+                               r.bytes_written / 1e6, (unsigned long long)r.files_removed,
+                               cli_plural(r.files_removed, "file", "files"), now() - t0);
         else if (!rc)
             cli_printf_escaped(
                 stdout,
-                "%s: Delta table %s version %lld: %llu rows; %llu of %llu key ranges changed, %llu rows written "
-                "to %llu files (%.1f MB), %llu files removed, %llu kept (%.1f s)",
-                table, output, (long long)r.version, (unsigned long long)r.rows, (unsigned long long)r.ranges_changed,
-                (unsigned long long)r.ranges_checked, (unsigned long long)r.rows_written,
-                (unsigned long long)r.files_added, r.bytes_written / 1e6, (unsigned long long)r.files_removed,
-                (unsigned long long)r.files_kept, now() - t0);
+                "%s: Delta table %s version %lld: %llu %s; %llu of %llu key %s changed, %llu %s written "
+                "to %llu %s (%.1f MB), %llu %s removed, %llu kept (%.1f s)",
+                table, output, (long long)r.version, (unsigned long long)r.rows, cli_plural(r.rows, "row", "rows"),
+                (unsigned long long)r.ranges_changed, (unsigned long long)r.ranges_checked,
+                cli_plural(r.ranges_checked, "range", "ranges"), (unsigned long long)r.rows_written,
+                cli_plural(r.rows_written, "row", "rows"), (unsigned long long)r.files_added,
+                cli_plural(r.files_added, "file", "files"), r.bytes_written / 1e6, (unsigned long long)r.files_removed,
+                cli_plural(r.files_removed, "file", "files"), (unsigned long long)r.files_kept, now() - t0);
     } else {
         rc = output ? cli_export_file(st, table, eo, output, &rows, &e) : cdc_export_fd(st, table, eo, 1, &rows, &e);
         if (pg->tty) fputc('\n', stderr);
     }
     if (!rc && unknown)
         cli_printf_escaped(stderr,
-                           "cdcstore export: warning: %s: %llu rows were written before a column appeared at the "
+                           "cdcstore export: warning: %s: %llu %s written before a column appeared at the "
                            "source, whose default no schema gave; that column is written as NULL there. Re-read "
                            "the table (an incremental snapshot) to fill it",
-                           table, (unsigned long long)unknown);
+                           table, (unsigned long long)unknown, cli_plural(unknown, "row was", "rows were"));
     if (rc) return cli_fail(&e, rc);
     return EXIT_OK;
 }
@@ -453,7 +528,7 @@ static int cmd_export(int argc, char **argv)
     eo.lower_json = lo_key;
     eo.upper_json = hi_key;
     cdc_store_t *st;
-    int r = cli_open(db, 0, 1, &st);
+    int r = cli_open(db, 0, 1, &st, NULL);
     if (r) return r;
     progress pg = {isatty(2) && output, now(), 0};
     eo.progress = export_progress;
@@ -493,24 +568,13 @@ static int cmd_export(int argc, char **argv)
 static int cmd_get(int argc, char **argv)
 {
     const char *db = NULL, *table = NULL;
-    static struct option lo[] = {{"db", 1, 0, 'd'}, {"table", 1, 0, 't'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     const char *usage = "usage: cdcstore get --db DIR --table SCHEMA.TABLE KEYJSON\n"
                         "Prints the stored row of one key as JSON, with its version and deleted flag.\n"
                         "KEYJSON is {\"order_id\": 2} or [2].  Exit status 1 when the key is absent.\n";
-    int c;
-    while ((c = getopt_long(argc, argv, "d:t:h", lo, NULL)) != -1) {
-        if (c == 'd') db = optarg;
-        else if (c == 't') table = optarg;
-        else if (c == 'h') { fputs(usage, stdout); return EXIT_OK; }
-        else { fputs(usage, stderr); return EXIT_USAGE; }
-    }
-    if (!db || !table || optind != argc - 1) {
-        fputs(usage, stderr);
-        return EXIT_USAGE;
-    }
+    int r = cli_db_table_options(argc, argv, usage, 1, &db, &table);
+    if (r >= 0) return r;
     cdc_store_t *st;
-    int r = cli_open(db, 0, 1, &st);
-    if (r) return r;
+    if ((r = cli_open(db, 0, 1, &st, NULL))) return r;
     cdc_row_t row;
     cdc_error_t e = {0};
     int rc = cdc_store_get(st, table, argv[optind], &row, &e);
@@ -596,7 +660,7 @@ static int cmd_stats(int argc, char **argv)
         else { fputs(usage, stderr); return EXIT_USAGE; }
     }
     cdc_store_t *st;
-    int r = cli_open(db, 0, 1, &st);
+    int r = cli_open(db, 0, 1, &st, NULL);
     if (r) return r;
     cdc_error_t e = {0};
     char **tables;
@@ -648,7 +712,7 @@ static int cmd_dlq(int argc, char **argv)
         else { fputs(usage, stderr); return EXIT_USAGE; }
     }
     cdc_store_t *st;
-    int r = cli_open(db, 0, 1, &st);
+    int r = cli_open(db, 0, 1, &st, NULL);
     if (r) return r;
     cdc_dlq_iter_t *it;
     cdc_error_t e = {0};
@@ -689,7 +753,7 @@ static int cmd_dlq(int argc, char **argv)
     cdc_dlq_close(it);
     cdc_store_close(st);
     if (rc < 0) return cli_fail(&e, rc);
-    if (!json) fprintf(stderr, "%d dead letters\n", count);
+    if (!json) fprintf(stderr, "%d %s\n", count, cli_plural((uint64_t)count, "dead letter", "dead letters"));
     return EXIT_OK;
 }
 
@@ -719,27 +783,18 @@ static int cmd_gc(int argc, char **argv)
         fputs(usage, stderr);
         return EXIT_USAGE;
     }
-    unsigned long long hi, lo_;
-    char *end;
     uint64_t lsn;
-    if (sscanf(h, "%llX/%llX", &hi, &lo_) == 2 && strchr(h, '/')) lsn = (uint64_t)hi << 32 | (uint32_t)lo_;
-    else {
-        lsn = strtoull(h, &end, 10);
-        if (*end || end == h) {
-            fprintf(stderr, "cdcstore gc: --horizon-lsn %s: not an LSN\n", h);
-            return EXIT_USAGE;
-        }
-    }
+    if (cli_parse_lsn("gc", "--horizon-lsn", h, &lsn)) return EXIT_USAGE;
     cdc_store_t *st;
-    int r = cli_open(db, 0, 0, &st);
+    int r = cli_open(db, 0, 0, &st, NULL);
     if (r) return r;
     cdc_error_t e = {0};
     uint64_t purged = 0;
     int rc = cdc_store_gc(st, table, lsn, &purged, &e);
     cdc_store_close(st);
     if (rc) return cli_fail(&e, rc);
-    fprintf(stderr, "cdcstore gc: %llu tombstones removed below LSN %llu\n", (unsigned long long)purged,
-            (unsigned long long)lsn);
+    fprintf(stderr, "cdcstore gc: %llu %s removed below LSN %llu\n", (unsigned long long)purged,
+            cli_plural(purged, "tombstone", "tombstones"), (unsigned long long)lsn);
     return EXIT_OK;
 }
 
@@ -748,14 +803,13 @@ static int cmd_gc(int argc, char **argv)
 static int cmd_tables(int argc, char **argv)
 {
     const char *db = NULL;
-    static struct option lo[] = {{"db", 1, 0, 'd'}, {0, 0, 0, 0}};
-    int c;
-    while ((c = getopt_long(argc, argv, "d:", lo, NULL)) != -1)
-        if (c == 'd') db = optarg;
-        else return EXIT_USAGE;
+    const char *usage = "usage: cdcstore tables --db DIR\n"
+                        "Lists the replica's tables, one a line; a table stopped by a column type\n"
+                        "change is followed by a tab and why (`cdcstore resume` applies it again).\n";
+    int r = cli_db_table_options(argc, argv, usage, 0, &db, NULL);
+    if (r >= 0) return r;
     cdc_store_t *st;
-    int r = cli_open(db, 0, 1, &st);
-    if (r) return r;
+    if ((r = cli_open(db, 0, 1, &st, NULL))) return r;
     char **t;
     size_t n;
     cdc_error_t e = {0};
@@ -781,23 +835,15 @@ static int cmd_tables(int argc, char **argv)
 static int cmd_resume(int argc, char **argv)
 {
     const char *db = NULL, *table = NULL;
-    static struct option lo[] = {{"db", 1, 0, 'd'}, {"table", 1, 0, 't'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     const char *usage = "usage: cdcstore resume --db DIR --table SCHEMA.TABLE\n"
                         "Applies a stopped table's events again (`cdcstore tables` shows why a table\n"
                         "stopped: a column's type changed in a way that can change values the replica\n"
                         "will not see again).  Re-read the table from the source as well (a snapshot,\n"
                         "or an incremental snapshot after resuming).\n";
-    int c;
-    while ((c = getopt_long(argc, argv, "d:t:h", lo, NULL)) != -1) {
-        if (c == 'd') db = optarg;
-        else if (c == 't') table = optarg;
-        else if (c == 'h') { fputs(usage, stdout); return EXIT_OK; }
-        else { fputs(usage, stderr); return EXIT_USAGE; }
-    }
-    if (!db || !table) { fputs(usage, stderr); return EXIT_USAGE; }
+    int r = cli_db_table_options(argc, argv, usage, 0, &db, &table);
+    if (r >= 0) return r;
     cdc_store_t *st;
-    int r = cli_open(db, 1, 0, &st);
-    if (r) return r;
+    if ((r = cli_open(db, 0, 0, &st, NULL))) return r;
     cdc_error_t e = {0};
     const char *why = NULL;
     int rc = cdc_store_table_stopped(st, table, &why, &e);
@@ -813,6 +859,7 @@ static int cmd_resume(int argc, char **argv)
 
 static const char *main_usage =
     "usage: cdcstore [--log-format text|json] [--verbose] COMMAND [OPTIONS]\n"
+    "       cdcstore --version | --help\n"
     "Keeps a replica of PostgreSQL tables from Debezium change events, on RocksDB.\n\n"
     "commands:\n"
     "  apply      apply Kafka records from files (kcat -C -J lines or bare envelopes)\n"
@@ -827,17 +874,30 @@ static const char *main_usage =
     "  gc         remove tombstones below a replay horizon (an LSN)\n"
     "  tables     list the replica's tables (and why one is stopped)\n"
     "  resume     apply a stopped table's events again\n"
-    "  version    print the version\n\n"
+    "  version    print the version (also cdcstore --version)\n\n"
     "`cdcstore COMMAND --help` describes a command.\n";
 
 int main(int argc, char **argv)
 {
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
-        if (!strcmp(argv[i], "--log-format") && i + 1 < argc) cli_log_json = !strcmp(argv[++i], "json");
-        else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) cli_log_level = CDC_LOG_DEBUG;
+        if (!strcmp(argv[i], "--log-format") && i + 1 < argc) {
+            const char *f = argv[++i];
+            if (strcmp(f, "text") && strcmp(f, "json")) {
+                cli_printf_escaped(stderr, "cdcstore: --log-format %s: expected text or json", f);
+                return EXIT_USAGE;
+            }
+            cli_log_json = !strcmp(f, "json");
+        } else if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
+            puts("cdcstore " CDC_VERSION_STRING);
+            return EXIT_OK;
+        } else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) cli_log_level = CDC_LOG_DEBUG;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(main_usage, stdout); return EXIT_OK; }
-        else { fputs(main_usage, stderr); return EXIT_USAGE; }
+        else {
+            cli_printf_escaped(stderr, "cdcstore: unknown option %s", argv[i]);
+            fputs(main_usage, stderr);
+            return EXIT_USAGE;
+        }
     }
     if (i >= argc) {
         fputs(main_usage, stderr);

@@ -139,6 +139,11 @@ char *cli_escape(const char *s, size_t n)
     return out;
 }
 
+const char *cli_plural(uint64_t n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
+}
+
 void cli_write_escaped(FILE *f, const char *s, size_t n)
 {
     char *e = cli_escape(s, n);

@@ -37,21 +37,15 @@ static int parse_algo(const char *s, int *out)
     return 0;
 }
 
-static int parse_u64(const char *s, long long *out)
-{
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (!*s || *end || v <= 0) return -1;
-    *out = v;
-    return 0;
-}
+/* The largest --ranges: each range is a row of output and a sum. */
+#define MAX_RANGES 100000000
 
 int cmd_hash(int argc, char **argv)
 {
     const char *db = NULL, *table = NULL, *source_table = NULL;
     cdc_hash_options_t ho = {0};
     int sql = 0;
-    long long v;
+    uint64_t v;
     static struct option lo[] = {{"db", 1, 0, 'd'},          {"table", 1, 0, 't'}, {"ranges", 1, 0, 'n'},
                                  {"range-width", 1, 0, 'w'}, {"sql", 0, 0, 'S'},   {"source-table", 1, 0, 's'},
                                  {"hash", 1, 0, 'H'},        {"help", 0, 0, 'h'},  {0, 0, 0, 0}};
@@ -60,33 +54,32 @@ int cmd_hash(int argc, char **argv)
         switch (c) {
         case 'H':
             if (parse_algo(optarg, &ho.algorithm)) {
-                fprintf(stderr, "cdcstore hash: --hash takes md5 or lookup3\n");
-                return 2;
+                cli_printf_escaped(stderr, "cdcstore hash: --hash %s: expected md5 or lookup3", optarg);
+                return EXIT_USAGE;
             }
             break;
         case 'd': db = optarg; break;
         case 't': table = optarg; break;
         case 'n':
+            if (cli_parse_uint("hash", "--ranges", optarg, 1, MAX_RANGES, &v)) return EXIT_USAGE;
+            ho.ranges = (size_t)v;
+            break;
         case 'w':
-            if (parse_u64(optarg, &v)) {
-                fprintf(stderr, "cdcstore hash: --%s takes a positive integer\n", c == 'n' ? "ranges" : "range-width");
-                return 2;
-            }
-            if (c == 'n') ho.ranges = (size_t)v;
-            else ho.range_width = v;
+            if (cli_parse_uint("hash", "--range-width", optarg, 1, INT64_MAX, &v)) return EXIT_USAGE;
+            ho.range_width = (int64_t)v;
             break;
         case 'S': sql = 1; break;
         case 's': source_table = optarg; break;
-        case 'h': fputs(hash_usage, stdout); return 0;
-        default: fputs(hash_usage, stderr); return 2;
+        case 'h': fputs(hash_usage, stdout); return EXIT_OK;
+        default: fputs(hash_usage, stderr); return EXIT_USAGE;
         }
     }
     if (!db || !table || optind != argc || (ho.ranges && ho.range_width)) {
         fputs(hash_usage, stderr);
-        return 2;
+        return EXIT_USAGE;
     }
     cdc_store_t *st;
-    int r = cli_open(db, 0, 1, &st);
+    int r = cli_open(db, 0, 1, &st, NULL);
     if (r) return r;
     cdc_error_t e = {0};
     int rc;
@@ -105,7 +98,7 @@ int cmd_hash(int argc, char **argv)
         cdc_range_hashes_free(rh, n);
     }
     cdc_store_close(st);
-    return rc ? cli_fail(&e, rc) : 0;
+    return rc ? cli_fail(&e, rc) : EXIT_OK;
 }
 
 /* ---- reconcile ---- */
@@ -124,15 +117,19 @@ static const char *reconcile_usage =
     "A fifth field 'unsettled' marks a row that kept changing on every recheck.\n"
     "Columns on one side only print as missing-column / extra-column NAME.\n"
     "Suspected differences are read again on both sides before they are reported,\n"
-    "so changes still in flight under a live load are not reported.\n"
+    "so changes still in flight under a live load are not reported.  The summary\n"
+    "on stderr counts the rows missing, extra and different (whatever column\n"
+    "differs), the columns on one side only, and the suspected differences that\n"
+    "were gone when read again.\n"
     "CONNINFO is a libpq connection string or URI; passwords come from it,\n"
     "PGPASSFILE or PGPASSWORD and are never printed.\n"
     "Exit status: 0 equal, 1 different, 2 error.\n"
     "  --ranges N         first-level ranges (default: one per 8192 rows)\n"
     "  --range-width W    first-level ranges [k*W, (k+1)*W) (single integer key)\n"
     "  --threshold ROWS   compare row by row below this many rows (default 16384)\n"
-    "  --rechecks N       rounds of rechecks (default 5)\n"
-    "  --recheck-wait MS  wait before the first recheck, doubled each round (default 500)\n"
+    "  --rechecks N       rounds of rechecks, 1 to 30 (default 5)\n"
+    "  --recheck-wait MS  wait before the first recheck, doubled each round, 1 to\n"
+    "                     3600000 (default 500)\n"
     "  --hash ALGO        row hash: md5 (default) or lookup3 (hashtextextended: the\n"
     "                     source spends several times less CPU on it)\n";
 
@@ -177,7 +174,7 @@ int cmd_reconcile(int argc, char **argv)
 {
     const char *db = NULL, *table = NULL, *source = NULL;
     cdc_reconcile_options_t ro = {0};
-    long long v;
+    uint64_t v;
     static struct option lo[] = {{"db", 1, 0, 'd'},          {"table", 1, 0, 't'},        {"source", 1, 0, 'S'},
                                  {"source-table", 1, 0, 's'}, {"ranges", 1, 0, 'n'},       {"range-width", 1, 0, 'w'},
                                  {"threshold", 1, 0, 'T'},    {"rechecks", 1, 0, 'R'},     {"recheck-wait", 1, 0, 'W'},
@@ -187,7 +184,7 @@ int cmd_reconcile(int argc, char **argv)
         switch (c) {
         case 'H':
             if (parse_algo(optarg, &ro.algorithm)) {
-                fprintf(stderr, "cdcstore reconcile: --hash takes md5 or lookup3\n");
+                cli_printf_escaped(stderr, "cdcstore reconcile: --hash %s: expected md5 or lookup3", optarg);
                 return 2;
             }
             break;
@@ -195,16 +192,26 @@ int cmd_reconcile(int argc, char **argv)
         case 't': table = optarg; break;
         case 'S': source = optarg; break;
         case 's': ro.source_table = optarg; break;
-        case 'n': case 'w': case 'T': case 'R': case 'W':
-            if (parse_u64(optarg, &v)) {
-                fprintf(stderr, "cdcstore reconcile: %s takes a positive integer\n", argv[optind - 1]);
-                return 2;
-            }
-            if (c == 'n') ro.ranges = (size_t)v;
-            else if (c == 'w') ro.range_width = v;
-            else if (c == 'T') ro.threshold = (uint64_t)v;
-            else if (c == 'R') ro.rechecks = (int)v;
-            else ro.recheck_ms = (int)v;
+        /* Exit status 2 is an error for reconcile too: a usage error is one. */
+        case 'n':
+            if (cli_parse_uint("reconcile", "--ranges", optarg, 1, MAX_RANGES, &v)) return 2;
+            ro.ranges = (size_t)v;
+            break;
+        case 'w':
+            if (cli_parse_uint("reconcile", "--range-width", optarg, 1, INT64_MAX, &v)) return 2;
+            ro.range_width = (int64_t)v;
+            break;
+        case 'T':
+            if (cli_parse_uint("reconcile", "--threshold", optarg, 1, INT64_MAX, &v)) return 2;
+            ro.threshold = v;
+            break;
+        case 'R': /* the wait doubles each round: 30 rounds are years */
+            if (cli_parse_uint("reconcile", "--rechecks", optarg, 1, 30, &v)) return 2;
+            ro.rechecks = (int)v;
+            break;
+        case 'W':
+            if (cli_parse_uint("reconcile", "--recheck-wait", optarg, 1, 3600000, &v)) return 2;
+            ro.recheck_ms = (int)v;
             break;
         case 'h': fputs(reconcile_usage, stdout); return 0;
         default: fputs(reconcile_usage, stderr); return 2;
@@ -221,20 +228,28 @@ int cmd_reconcile(int argc, char **argv)
     int rc = cdc_reconcile(db, table, source, &ro, &res, &e);
     fflush(stdout);
     if (rc) {
-        cli_printf_escaped(stderr, "cdcstore reconcile: %s (%s)", e.msg[0] ? e.msg : cdc_strerror(rc),
-                           cdc_strerror(rc));
+        cli_print_error("cdcstore reconcile", &e, rc);
         return 2;
     }
     uint64_t diffs = res.missing + res.extra + res.different + res.columns;
-    fprintf(stderr,
-            "cdcstore reconcile: %s: %llu rows in the replica, %llu in the source as of LSN %X/%X; "
-            "%llu ranges compared, %llu differed, %llu rows read back; %llu missing, %llu extra, "
-            "%llu different, %llu column differences; %llu in flight, rechecked away; %.2f s\n",
-            table, (unsigned long long)res.replica_rows, (unsigned long long)res.source_rows,
-            (unsigned)(res.start_lsn >> 32), (unsigned)res.start_lsn, (unsigned long long)res.ranges_compared,
-            (unsigned long long)res.ranges_differing, (unsigned long long)res.rows_fetched,
-            (unsigned long long)res.missing, (unsigned long long)res.extra, (unsigned long long)res.different,
-            (unsigned long long)res.columns, (unsigned long long)res.transient, res.seconds);
+    /* "different" counts rows whose values differ (in any column); columns
+     * present on one side only are counted apart, as they are printed
+     * (missing-column / extra-column).  A suspected difference that was gone
+     * when both sides were read again was a change still in flight. */
+    cli_printf_escaped(stderr,
+                       "cdcstore reconcile: %s: %llu %s in the replica, %llu in the source as of LSN %X/%X; "
+                       "%llu %s compared, %llu differed, %llu %s read back; rows: %llu missing, %llu extra, "
+                       "%llu different; %llu %s on one side only; %llu suspected %s gone when read again "
+                       "(changes in flight, not reported); %.2f s",
+                       table, (unsigned long long)res.replica_rows, cli_plural(res.replica_rows, "row", "rows"),
+                       (unsigned long long)res.source_rows, (unsigned)(res.start_lsn >> 32), (unsigned)res.start_lsn,
+                       (unsigned long long)res.ranges_compared, cli_plural(res.ranges_compared, "range", "ranges"),
+                       (unsigned long long)res.ranges_differing, (unsigned long long)res.rows_fetched,
+                       cli_plural(res.rows_fetched, "row", "rows"), (unsigned long long)res.missing,
+                       (unsigned long long)res.extra, (unsigned long long)res.different,
+                       (unsigned long long)res.columns, cli_plural(res.columns, "column", "columns"),
+                       (unsigned long long)res.transient, cli_plural(res.transient, "difference", "differences"),
+                       res.seconds);
     if (diffs) { /* differences the replica cannot help: values it does not know */
         cdc_store_t *st;
         char **cols;

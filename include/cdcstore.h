@@ -174,7 +174,10 @@ typedef struct cdc_apply_options {
     int sync;                   /* 1: fsync the write-ahead log on every batch */
     /* Called after the batch committed, once per change event of the batch
      * (applied or not), with the event's table and source ts_ms: end-to-end
-     * latency is the current time minus ts_ms.  May be NULL. */
+     * latency is the current time minus ts_ms.  ts_ms is 0 for a snapshot
+     * read (initial or incremental), which has no such latency: its source
+     * ts_ms says when the snapshot ran, not when the row changed.  May be
+     * NULL. */
     void (*on_change)(void *opaque, const char *table, int64_t ts_ms);
     void *on_change_opaque;
     /* When *interrupt becomes non-zero while a batch is decoded or applied
@@ -250,7 +253,8 @@ typedef struct cdc_file_options {
  * strings) or bare Debezium envelopes (without positions; the key is then
  * taken from the row, see ingest/decode.c).  path "-" reads standard input.
  * Blank lines are skipped.  A line that is not a JSON object is dead-lettered
- * with its file and line number.  total may be NULL.
+ * with its file and line number.  total may be NULL; otherwise it is filled
+ * on every return (all zeros when the file could not be opened).
  * Errors: -errno when the file cannot be read, those of cdc_store_apply();
  * -EINTR when *opts->stop was set before the end of the file (the batches
  * applied before it stay, err says up to which line). */
@@ -539,7 +543,9 @@ typedef struct cdc_kafka_property {
 
 /* Running figures of a consumer.  Latencies are end to end: the wall clock
  * just after the batch committed minus the change event's source ts_ms, per
- * change event (tombstones and dead letters have none). */
+ * streamed change event (snapshot reads, tombstones and dead letters have
+ * none: a snapshot read's ts_ms is when the snapshot ran, and counting it
+ * would put the snapshot's duration into the percentiles). */
 typedef struct cdc_kafka_stats {
     uint64_t batches;          /* batches applied */
     cdc_apply_result_t total;  /* the sum of the batches' results */
@@ -557,7 +563,7 @@ typedef struct cdc_kafka_batch {
     size_t records;                   /* Kafka records in the batch */
     const cdc_apply_result_t *result; /* what cdc_store_apply did with them */
     double apply_ms;                  /* time spent in cdc_store_apply */
-    const int64_t *latency_ms;        /* one end-to-end latency per change event */
+    const int64_t *latency_ms;        /* one end-to-end latency per streamed change event */
     size_t nlatency;
     const cdc_kafka_stats_t *run;     /* running figures, this batch included */
 } cdc_kafka_batch_t;

@@ -322,6 +322,7 @@ int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_optio
 {
     cdc_file_options_t defo = {0};
     cdc_apply_result_t tot = {0};
+    if (total) *total = tot; /* filled on every return, also when nothing was read */
     if (!o) o = &defo;
     if (!st || !path) return cdc__err(err, CDC_EINVAL, "cdc_store_apply_file: bad arguments");
     FILE *fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");

@@ -438,7 +438,7 @@ static void info_line(cdc_kafka_t *k, int force)
     }
     klog(k, CDC_LOG_INFO,
          "%llu records in %llu batches%s: %llu applied, %llu stale, %llu duplicate, %llu tombstones, "
-         "%llu dead letters; lag %s; end-to-end latency p50 %s, p99 %s over %llu changes",
+         "%llu dead letters; lag %s; end-to-end latency of streamed changes p50 %s, p99 %s over %llu",
          (unsigned long long)k->info_records, (unsigned long long)k->info_batches, rate,
          (unsigned long long)k->info_res.applied, (unsigned long long)k->info_res.stale,
          (unsigned long long)k->info_res.duplicate, (unsigned long long)k->info_res.tombstones,

@@ -1031,14 +1031,18 @@ static int commit(apply_ctx *a)
     return rc;
 }
 
-/* Tells the caller which tables changed (the applied records' row events). */
+/* Tells the caller which tables changed (the applied records' row events).
+ * A snapshot read is given ts_ms 0: its source ts_ms is when the snapshot
+ * ran, not when the row changed, so it has no end-to-end latency (counted,
+ * it put the snapshot's duration into the percentiles). */
 static void notify(const apply_ctx *a)
 {
     if (!a->opts->on_change) return;
     for (size_t i = 0; i < a->taken; i++) {
         const cdc__event *ev = &a->evs[i];
         if ((ev->action == CDC__ACT_UPSERT || ev->action == CDC__ACT_DELETE) && ev->table)
-            a->opts->on_change(a->opts->on_change_opaque, ev->table, ev->ts_ms);
+            a->opts->on_change(a->opts->on_change_opaque, ev->table,
+                               ev->snapshot == CDC__SNAP_NONE ? ev->ts_ms : 0);
     }
 }
 

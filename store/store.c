@@ -1417,10 +1417,10 @@ static int parse_key(cdc_store_t *st, cdc__table *t, const char *json, cdc__buf 
 {
     CDC__UNUSED(st);
     int rc = cdc__key_from_json(json, (const char *const *)t->keycols, t->nkey, out, err);
-    if (rc && err) {
+    if (rc && err) { /* the message names the key already ("key {...}: ...") */
         char m[sizeof err->msg];
         memcpy(m, err->msg, sizeof m);
-        cdc__err(err, rc, "table %s: key %.200s: %.700s", t->name, json, m);
+        cdc__err(err, rc, "table %s: %.900s", t->name, m);
     }
     return rc;
 }

@@ -107,11 +107,20 @@ e2e_build() {
 
 # Starts the stack (fetching the Java artifacts the first time) and loads
 # its environment: PG*, KAFKA_BROKERS, CONNECT_URL, STACK_DIR, ...
+# stack.sh's own lines (each step, and every 10 s of a download or of a
+# component starting) are shown as they come, through e2e_log on stdout:
+# the first start takes a minute or more.  The whole output is in
+# $WORK/stack-up.log.
 e2e_stack_up() {
-    "$STACK" up >"$WORK/stack-up.log" 2>&1 || {
+    local line rc
+    "$STACK" up 2>&1 | tee "$WORK/stack-up.log" | while IFS= read -r line; do
+        [[ $line == stack:* ]] && e2e_log "${line#stack: }"
+    done
+    rc=${PIPESTATUS[0]}
+    if ((rc != 0)); then
         tail -n 30 "$WORK/stack-up.log" >&2
         return 1
-    }
+    fi
     eval "$("$STACK" env)"
     SRC="host=$PGHOST port=$PGPORT dbname=$PGDATABASE user=$PGUSER"
     # shellcheck disable=SC2034 # for the callers

@@ -23,6 +23,10 @@
 #   STACK_PG_PORT [55432]  STACK_KAFKA_PORT [19092]
 #   STACK_KAFKA_CONTROLLER_PORT [19093]  STACK_CONNECT_PORT [18083]
 #   STACK_READY_TIMEOUT [240]            seconds each component may take
+#   STACK_PROGRESS_EVERY [10]            seconds between "still at it" lines of a
+#                                        download or of a component starting
+#   STACK_M2_REPO [~/.m2/repository]     Maven's local repository (its size is
+#                                        the download's progress)
 #   STACK_KAFKA_HEAP [-Xms256m -Xmx512m]  STACK_CONNECT_HEAP [-Xms256m -Xmx768m]
 #   PG_BIN [/usr/lib/postgresql/15/bin]
 #
@@ -118,14 +122,44 @@ pg_pid() {
 
 port_open() { (exec 3<>"/dev/tcp/$STACK_HOST/$1") 2>/dev/null; }
 
+# How often a long step says it is still at work (seconds).
+STACK_PROGRESS_EVERY=${STACK_PROGRESS_EVERY:-10}
+
+# with_progress WHAT SIZEDIR CMD...: runs CMD, and while it runs logs "WHAT:
+# still at it after N s" every STACK_PROGRESS_EVERY seconds, with the size
+# of SIZEDIR when it exists (what a download has fetched so far); CMD's
+# exit status.
+with_progress() {
+    local what=$1 sizedir=$2 started=$SECONDS next=$((SECONDS + STACK_PROGRESS_EVERY)) pid size
+    shift 2
+    "$@" &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        if ((SECONDS >= next)); then
+            size=""
+            [[ -d $sizedir ]] && size="; $(du -sm "$sizedir" 2>/dev/null | cut -f1) MB in $sizedir"
+            log "$what: still at it after $((SECONDS - started)) s$size"
+            next=$((SECONDS + STACK_PROGRESS_EVERY))
+        fi
+        sleep 1
+    done
+    wait "$pid"
+}
+
 # wait_until NAME LOGFILE PIDFN CMD...: polls CMD every half second until it
 # succeeds; fails with the component's log file named when the process dies or
-# STACK_READY_TIMEOUT passes.
+# STACK_READY_TIMEOUT passes.  Says every STACK_PROGRESS_EVERY seconds that
+# it is still waiting.
 wait_until() {
     local name=$1 logfile=$2 pidfn=$3
     shift 3
     local deadline=$((SECONDS + STACK_READY_TIMEOUT)) started=$SECONDS pid
+    local next=$((SECONDS + STACK_PROGRESS_EVERY))
     until "$@" >/dev/null 2>&1; do
+        if ((SECONDS >= next)); then
+            log "$name: waiting until it is ready, $((SECONDS - started)) s (at most ${STACK_READY_TIMEOUT} s)"
+            next=$((SECONDS + STACK_PROGRESS_EVERY))
+        fi
         pid=$($pidfn)
         # PostgreSQL writes its pid file a moment after pg_ctl returns.
         if [[ -z $pid && $((SECONDS - started)) -lt 15 ]]; then
@@ -230,11 +264,18 @@ cmd_deps() {
     local tmp=$STACK_JAVA_CACHE.tmp
     rm -rf "$tmp"
     mkdir -p "$tmp"
-    log "deps: fetching Kafka 4.3 and Debezium 3.6.1 from Maven Central into $STACK_JAVA_CACHE"
-    mvn -q -B -Dstyle.color=never -f "$SCRIPT_DIR/pom-kafka.xml" dependency:copy-dependencies \
+    log "deps: fetching Kafka 4.3 and Debezium 3.6.1 from Maven Central into $STACK_JAVA_CACHE (the first time only; about a minute)"
+    # Maven's local repository, where the downloads land first: its size
+    # shows how far they are.
+    local m2=${STACK_M2_REPO:-$HOME/.m2/repository}
+    log "deps: Kafka 4.3 (1 of 2)"
+    with_progress "deps: Kafka 4.3" "$m2" \
+        mvn -q -B -Dstyle.color=never -f "$SCRIPT_DIR/pom-kafka.xml" dependency:copy-dependencies \
         -DoutputDirectory="$tmp/libs" ||
         die "deps: mvn failed for $SCRIPT_DIR/pom-kafka.xml"
-    mvn -q -B -Dstyle.color=never -f "$SCRIPT_DIR/pom-debezium.xml" dependency:copy-dependencies \
+    log "deps: Debezium 3.6.1 (2 of 2)"
+    with_progress "deps: Debezium 3.6.1" "$m2" \
+        mvn -q -B -Dstyle.color=never -f "$SCRIPT_DIR/pom-debezium.xml" dependency:copy-dependencies \
         -DoutputDirectory="$tmp/archives" ||
         die "deps: mvn failed for $SCRIPT_DIR/pom-debezium.xml"
     mkdir -p "$tmp/plugins"

@@ -160,6 +160,10 @@ ParameterizedTest(int *bs, document, any_batch_split)
     cr_assert_eq(row.lsn, 160);
     cr_assert_eq(cdc_store_get(st, "public.orders", "[3]", &row, NULL), 0);
     cr_assert_eq(row.lsn, 150);
+    /* A malformed key is named once in the message, after the table. */
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_get(st, "public.orders", "{bad", &row, &e), CDC_EINVAL);
+    cr_assert_str_eq(e.msg, "table public.orders: key {bad: malformed JSON object");
     free(view);
     recs_free(&rs);
     cdc_store_close(st);

@@ -142,6 +142,14 @@ Test(filesrc, missing_file_names_it)
     int rc = cdc_store_apply_file(st, "/nonexistent/events.jsonl", NULL, NULL, &e);
     cr_assert(rc < 0);
     cr_assert(strstr(e.msg, "/nonexistent/events.jsonl") != NULL, "%s", e.msg);
+    /* The totals are filled on every return: a caller that adds them up
+     * (the command's summary) must not read what its stack held before. */
+    cdc_apply_result_t r;
+    memset(&r, 0xA5, sizeof r);
+    cr_assert(cdc_store_apply_file(st, "/nonexistent/events.jsonl", NULL, &r, &e) < 0);
+    cr_assert(r.read == 0 && r.applied == 0 && r.stale == 0 && r.duplicate == 0 && r.tombstones == 0 &&
+              r.dead_letters == 0, "totals not zeroed: read %llu, dead letters %llu", (unsigned long long)r.read,
+              (unsigned long long)r.dead_letters);
     cdc_store_close(st);
     tu_rmrf(dir);
     free(dir);

@@ -593,6 +593,60 @@ Test(kafka, from_beginning_replays_without_changing_a_row)
 
 /* ---- Latency ---- */
 
+/* A snapshot read's source ts_ms is when the snapshot ran: counted, an hour
+ * long snapshot would read as an hour of latency.  Only streamed changes
+ * are measured. */
+Test(kafka, latency_leaves_out_snapshot_reads)
+{
+    mock m;
+    mock_start(&m, TOPIC, 1);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    char key[64], val[512];
+    for (int i = 1; i <= 5; i++) {
+        snprintf(key, sizeof key, "{\"order_id\":%d}", i);
+        snprintf(val, sizeof val,
+                 "{\"op\":\"r\",\"after\":{\"order_id\":%d,\"status\":\"new\",\"amount\":\"1.00\"},"
+                 "\"source\":{\"lsn\":100,\"snapshot\":\"%s\",\"ts_ms\":%lld},\"ts_ms\":%lld}",
+                 i, i == 5 ? "last" : "true", now - 3600000, now - 3600000);
+        produce(&m, TOPIC, 0, key, val);
+    }
+    for (int i = 1; i <= 10; i++) {
+        snprintf(key, sizeof key, "{\"order_id\":%d}", 10 + i);
+        snprintf(val, sizeof val,
+                 "{\"op\":\"c\",\"after\":{\"order_id\":%d,\"status\":\"new\",\"amount\":\"1.00\"},"
+                 "\"source\":{\"lsn\":%d,\"ts_ms\":%lld},\"ts_ms\":%lld}",
+                 10 + i, 200 + i, now - 2000, now - 1990);
+        produce(&m, TOPIC, 0, key, val);
+    }
+    produce_flush(&m);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    run_ctx c;
+    ctx_init(&c, st, TOPIC, 1);
+    c.until_read = 15;
+    cdc_kafka_options_t o = kopts(&c, &m, "g-lat-snap", 7, 50);
+    cdc_kafka_t *k = kopen(st, &o);
+    cdc_error_t e = {0};
+    cr_assert_eq(run_for(k, &c, 30000, &e), 0, "run: %s", e.msg);
+    cdc_kafka_stats_t s;
+    cdc_kafka_stats(k, &s);
+    cdc_kafka_close(k);
+    cr_assert_eq(s.total.applied, 15);
+    cr_assert_eq(c.latencies, 10, "latencies reported: %zu (the 5 snapshot reads must not be)", (size_t)c.latencies);
+    cr_assert_eq(s.latency_samples, 10);
+    cr_assert_geq(c.min_latency, 2000);
+    cr_assert_lt(s.latency_max_ms, 600000, "max latency %lld ms: a snapshot read was counted",
+                 (long long)s.latency_max_ms);
+    cr_assert_lt(s.latency_p99_ms, 600000);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    ctx_free(&c);
+    mock_stop(&m);
+}
+
 Test(kafka, latency_is_measured_from_the_source_ts_ms)
 {
     mock m;

@@ -445,7 +445,7 @@ Test(export, header_and_footer_once_around_the_rows_in_key_order)
     setenv("CDC_EXPORT_THREADS", "2", 1); /* two halves wherever the format allows them */
     cdc_export_options_t o = {0};
     for (int concat = 0; concat <= 1; concat++) {
-        cdc__export_format f = {"test", concat, tf_begin, tf_row, tf_end, tf_release};
+        cdc__export_format f = {"test", concat, tf_begin, tf_row, tf_end, tf_release, NULL, NULL};
         tf_begins = tf_ends = tf_row_contexts = 0;
         int rc;
         char *got = export_with(st, &f, &o, &rc);

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# tests/cli/run.sh (make test-install): the command as a newcomer meets it.
+# A failed apply prints no made-up counters, says why once and leaves no
+# empty replica behind (but never removes one that was there); every
+# numeric option refuses a value that is not a number in its range, naming
+# the option and the value, with exit status 2; --version; get names a bad
+# key once; counts are singular or plural as English wants; the
+# shared --db/--table options of get, resume and tables; and, against a
+# throw-away PostgreSQL (skipped without one), reconcile's summary counts a
+# row whose column differs as "different" and says what the other counts
+# are.  Takes a few seconds.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BIN=${CDCSTORE:-$ROOT/build/cdcstore}
+EVENTS=$ROOT/tests/data/doc/events.jsonl
+T=$(mktemp -d /tmp/cdccli.XXXXXX)
+chmod 755 "$T"
+. "$ROOT/tests/lib/pg.sh"
+trap 'pg_stop "$T/pg"; rm -rf "$T"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+# check NAME CMD...: CMD succeeds
+check() {
+    local name=$1
+    shift
+    if "$@"; then ok "$name"; else bad "$name"; fi
+}
+# run ARGS...: runs the command (10 s at most); exit status in $rc, stdout in $T/out,
+# stderr in $T/err
+run() {
+    timeout 10 "$BIN" "$@" >"$T/out" 2>"$T/err"
+    rc=$?
+}
+has() { grep -qF -- "$1" "$T/err"; }
+# count WORD FILE: lines holding WORD
+count() { grep -cF -- "$1" "$2"; }
+
+# ---- apply: an input that cannot be read ----
+cd "$T" || exit 1
+run apply --db "$T/new" "$T/missing-file"
+check "apply of a missing file: exit 1 (got $rc)" test "$rc" = 1
+check "apply of a missing file: no replica directory left behind" test ! -e "$T/new"
+check "apply of a missing file: the reason once ($(head -c 300 "$T/err"))" \
+    test "$(grep -o 'No such file or directory' "$T/err" | wc -l)" = 1
+check "apply of a missing file: no counters made up (no number of 6 digits or more)" \
+    bash -c "! grep -qE '[0-9]{6,}' '$T/err'"
+mkdir "$T/adir"
+run apply --db "$T/new" "$T/adir"
+check "apply of an unreadable input (a directory): exit 1, the replica it created is removed (got $rc)" \
+    bash -c "test $rc = 1 && test ! -e '$T/new'"
+run apply --db "$T/new" --column-type public.orders.amount=nosuchtype "$EVENTS"
+check "apply with an unknown --column-type: exit 1, the replica it created is removed (got $rc)" \
+    bash -c "test $rc = 1 && test ! -e '$T/new'"
+run apply --db "$T/db" "$EVENTS"
+check "apply of the document's events: exit 0 (got $rc)" test "$rc" = 0
+run apply --db "$T/db" "$T/missing-file"
+check "apply of a missing file to an existing replica: exit 1, the replica stays (got $rc)" \
+    bash -c "test $rc = 1 && test -d '$T/db'"
+run apply --db "$T/db" "$T/adir"
+run stats --db "$T/db" --table public.orders
+check "apply of an unreadable input to an existing replica: it stays and reads as before" \
+    grep -q 'rows_live *3' "$T/out"
+mkdir "$T/empty"
+run apply --db "$T/empty" "$T/missing-file"
+check "apply of a missing file into an existing empty directory: the directory stays" test -d "$T/empty"
+
+# ---- numeric options ----
+# bad_number WHAT VALUE ARGS...: exit 2 and a message naming WHAT and VALUE
+# (VALUE empty: WHAT holds it, as "--decimal S.T.C=X")
+bad_number() {
+    local what=$1 value=$2
+    shift 2
+    run "$@"
+    if [[ $rc == 2 ]] && has "$what${value:+ $value}: expected"; then
+        ok "$* : exit 2, names $what $value"
+    else
+        bad "$* : exit $rc, $(head -c 300 "$T/err")"
+    fi
+}
+for v in abc -1 10x 0 ' 5' 99999999999999999999999; do
+    bad_number --batch-size "$v" apply --db "$T/nodb" --batch-size "$v" "$EVENTS"
+done
+check "refused numbers: no replica directory created" test ! -e "$T/nodb"
+bad_number "--decimal public.orders.amount=x" "" apply --db "$T/nodb" --decimal public.orders.amount=x "$EVENTS"
+bad_number "--decimal public.orders.amount=1001" "" apply --db "$T/nodb" --decimal public.orders.amount=1001 "$EVENTS"
+bad_number "--decimal public.orders.amount=x" "" ingest --db "$T/nodb" --brokers 127.0.0.1:9 --topic t \
+    --decimal public.orders.amount=x
+bad_number --batch-max-events abc ingest --db "$T/nodb" --brokers 127.0.0.1:9 --topic t --batch-max-events abc
+bad_number --batch-max-ms 1x ingest --db "$T/nodb" --brokers 127.0.0.1:9 --topic t --batch-max-ms 1x
+bad_number --batch-max-ms -5 ingest --db "$T/nodb" --brokers 127.0.0.1:9 --topic t --batch-max-ms -5
+bad_number --ranges abc hash --db "$T/db" --table public.orders --ranges abc
+bad_number --range-width 0 hash --db "$T/db" --table public.orders --range-width 0
+for f in --ranges --range-width --threshold --rechecks --recheck-wait; do
+    bad_number "$f" 7q reconcile --db "$T/db" --table public.orders --source "host=/nonexistent" "$f" 7q
+done
+bad_number --rechecks 1000 reconcile --db "$T/db" --table public.orders --source "host=/nonexistent" --rechecks 1000
+bad_number --row-group-rows 0 export --db "$T/db" --table public.orders --format parquet --row-group-rows 0
+bad_number --file-rows 1e6 export --db "$T/db" --table public.orders --format delta --file-rows 1e6 --output "$T/delta"
+bad_number --horizon-lsn 1/zz gc --db "$T/db" --horizon-lsn 1/zz
+bad_number --horizon-lsn 12a gc --db "$T/db" --horizon-lsn 12a
+check "refused numbers: still no replica directory" test ! -e "$T/nodb"
+run apply --db "$T/b1" --batch-size 1 --quiet "$EVENTS"
+check "apply --batch-size 1: accepted (got $rc)" test "$rc" = 0
+run gc --db "$T/b1" --horizon-lsn 0/A
+check "gc --horizon-lsn 0/A: accepted, LSN 10 ($(cat "$T/err"))" has "below LSN 10"
+
+# ---- --version ----
+run --version
+check "cdcstore --version: exit 0, prints the version ($(cat "$T/out"))" \
+    bash -c "test $rc = 0 && grep -qE '^cdcstore [0-9]+\.[0-9]+\.[0-9]+$' '$T/out'"
+"$BIN" version >"$T/version"
+check "cdcstore --version prints what cdcstore version prints" cmp -s "$T/out" "$T/version"
+run --log-format yaml version
+check "--log-format yaml: refused, exit 2 (got $rc)" bash -c "test $rc = 2 && grep -q 'text or json' '$T/err'"
+
+# ---- get, resume, tables: the shared --db/--table ----
+run get --db "$T/db" --table public.orders '{bad'
+check "get with a malformed key: exit 1, the key named once ($(cat "$T/err"))" \
+    bash -c "test $rc = 1 && test \$(grep -o '{bad' '$T/err' | wc -l) = 1"
+run get --db "$T/db" --table public.orders '{"order_id":3}'
+check "get: the row (exit $rc)" grep -q '"status":"paid"' "$T/out"
+for c in get resume; do
+    run "$c" --db "$T/db"
+    check "$c without --table: usage, exit 2 (got $rc)" bash -c "test $rc = 2 && grep -q 'usage: cdcstore $c' '$T/err'"
+    run "$c" --help
+    check "$c --help: usage on stdout, exit 0 (got $rc)" bash -c "test $rc = 0 && grep -q 'usage: cdcstore $c' '$T/out'"
+done
+run get --db "$T/db" --table public.orders
+check "get without a key: usage, exit 2 (got $rc)" test "$rc" = 2
+run resume --db "$T/nodb" --table public.orders
+check "resume of a replica that does not exist: exit 1, nothing created (got $rc)" \
+    bash -c "test $rc = 1 && test ! -e '$T/nodb'"
+run resume --db "$T/db" --table public.orders
+check "resume: exit 0 ($(cat "$T/err"))" bash -c "test $rc = 0 && grep -q 'was not stopped' '$T/err'"
+run tables --help
+check "tables --help: usage, exit 0 (got $rc)" bash -c "test $rc = 0 && grep -q 'usage: cdcstore tables' '$T/out'"
+run tables --db "$T/db"
+check "tables: the table (exit $rc)" bash -c "test $rc = 0 && test \"\$(cat '$T/out')\" = public.orders"
+
+# ---- singular and plural ----
+run apply --db "$T/p" "$EVENTS"
+check "apply summary: 1 tombstone, 0 dead letters ($(cat "$T/err"))" \
+    bash -c "grep -q '11 records in' '$T/err' && grep -q ', 1 tombstone, 0 dead letters' '$T/err'"
+run apply --db "$T/p" - <<<'not json'
+check "apply summary: 1 record, 1 dead letter ($(paste -sd' ' "$T/err" | head -c 400))" \
+    bash -c "grep -q ': 1 record in' '$T/err' && grep -q ', 1 dead letter\$' '$T/err' &&
+             grep -q '1 dead letter written' '$T/err'"
+run dlq list --db "$T/p"
+check "dlq list: 1 dead letter" grep -qx '1 dead letter' "$T/err"
+run gc --db "$T/p" --horizon-lsn 1000
+check "gc: 1 tombstone removed ($(cat "$T/err"))" has ": 1 tombstone removed below"
+
+# ---- reconcile's summary (a throw-away PostgreSQL) ----
+if pg_start "$T/pg" 55497 2>"$T/pg.err"; then
+    SRC="host=$PGHOST port=$PGPORT user=postgres dbname=postgres"
+    psql -q -v ON_ERROR_STOP=1 <<'SQL'
+CREATE TABLE orders (order_id int PRIMARY KEY, status text, amount numeric(10, 2));
+INSERT INTO orders VALUES (1, 'shipped', 25.00), (3, 'refunded', 60.00), (4, 'paid', 15.00);
+SQL
+    run reconcile --db "$T/db" --table public.orders --source "$SRC" --recheck-wait 10
+    summary=$(grep 'cdcstore reconcile:' "$T/err")
+    check "reconcile, one column differs: exit 1, one 'different' line (got $rc)" \
+        bash -c "test $rc = 1 && test \"\$(cut -f1,2 '$T/out')\" = \$'different\t{\"order_id\":3}'"
+    check "reconcile summary: the row counted as 1 different, 0 columns on one side only ($summary)" \
+        bash -c "grep -q 'rows: 0 missing, 0 extra, 1 different; 0 columns on one side only;' <<<'$summary'"
+    check "reconcile summary: says what the recheck counted" \
+        bash -c "grep -q '0 suspected differences gone when read again (changes in flight, not reported)' <<<'$summary'"
+    check "reconcile summary: 3 rows in the replica" grep -q '3 rows in the replica' <<<"$summary"
+    psql -q -c "ALTER TABLE orders ADD COLUMN note text"
+    run reconcile --db "$T/db" --table public.orders --source "$SRC" --recheck-wait 10
+    summary=$(grep 'cdcstore reconcile:' "$T/err")
+    check "reconcile summary: a column of the source only is 1 column on one side only ($summary)" \
+        bash -c "grep -q 'missing-column' '$T/out' && grep -q '; 1 column on one side only;' <<<'$summary'"
+else
+    echo "skip reconcile summary: no PostgreSQL 15 ($(head -c 200 "$T/pg.err"))"
+fi
+
+echo "$pass passed, $fail failed"
+[[ $fail == 0 ]]
