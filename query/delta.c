@@ -59,6 +59,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,18 +105,6 @@ static int get_hex(const char *s, size_t n, cdc__buf *out)
             v = v * 16 + d;
         }
         cdc__buf_putc(out, (char)v);
-    }
-    return 0;
-}
-
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return w < 0 ? -errno : -EIO;
-        p += w;
-        n -= (size_t)w;
     }
     return 0;
 }
@@ -275,8 +264,8 @@ static int dlog_commit(dlog *l, const char *path, const char *text, size_t len, 
             ok = ok && member_u64(p, eol, "\"size\":", &f.size);
             ok = ok && member_string(p, eol, "\"cdcstore.lower\":", &hx) && !get_hex(hx.p, hx.len, &f.lower);
             ok = ok && member_string(p, eol, "\"cdcstore.upper\":", &hx) && !get_hex(hx.p, hx.len, &f.upper);
-            ok = ok && member_string(p, eol, "\"cdcstore.rows\":", &hx) && sscanf(hx.p, "%lu", &f.rows) == 1;
-            ok = ok && member_string(p, eol, "\"cdcstore.hash\":", &hx) && sscanf(hx.p, "%lx", &f.hash) == 1;
+            ok = ok && member_string(p, eol, "\"cdcstore.rows\":", &hx) && sscanf(hx.p, "%" SCNu64, &f.rows) == 1;
+            ok = ok && member_string(p, eol, "\"cdcstore.hash\":", &hx) && sscanf(hx.p, "%" SCNx64, &f.hash) == 1;
             if (ok && member_string(p, eol, "\"stats\":", &s)) f.stats = cdc__strdup(s.p);
             cdc__buf_free(&hx);
             if (!ok) {
@@ -499,7 +488,7 @@ static int file_open(writer *w, const char *lower, size_t lower_len, cdc_error_t
 static int file_flush(writer *w, cdc_error_t *err)
 {
     if (!w->out.len) return 0;
-    int rc = write_all(w->fd, w->out.p, w->out.len);
+    int rc = cdc__write_all(w->fd, w->out.p, w->out.len, -1);
     if (rc) return cdc__err(err, rc, "%s/%s: %s", w->dir, w->cur->path, strerror(-rc));
     w->off += w->out.len;
     w->bytes += w->out.len;
@@ -631,7 +620,6 @@ static int ranges_cover(const dlog *l)
 
 static void put_add(cdc__buf *c, const added *a, int64_t ms)
 {
-    cdc__buf t = {0};
     cdc__buf_puts(c, "{\"add\":{\"path\":");
     cdc__json_put_string(c, a->path, strlen(a->path));
     cdc__buf_printf(c, ",\"partitionValues\":{},\"size\":%llu,\"modificationTime\":%lld,\"dataChange\":true,"
@@ -644,7 +632,6 @@ static void put_add(cdc__buf *c, const added *a, int64_t ms)
     put_hex(c, a->upper.p, a->upper.len);
     cdc__buf_printf(c, "\",\"cdcstore.rows\":\"%llu\",\"cdcstore.hash\":\"%016llx\"}}}\n",
                     (unsigned long long)a->rows, (unsigned long long)a->hash);
-    cdc__buf_free(&t);
 }
 
 static void put_remove(cdc__buf *c, const dfile *f, int64_t ms)
@@ -678,7 +665,7 @@ static int commit(const char *dir, int64_t version, const cdc__buf *text, cdc_er
     snprintf(fin, sizeof fin, "%s/%020lld.json", logdir, (long long)version);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return cdc__err(err, -errno, "%s: %s", tmp, strerror(errno));
-    int rc = write_all(fd, text->p, text->len);
+    int rc = cdc__write_all(fd, text->p, text->len, -1);
     if (!rc && fsync(fd)) rc = -errno;
     close(fd);
     if (rc) {

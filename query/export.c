@@ -244,19 +244,6 @@ static int temp_file(void)
     return fd;
 }
 
-/* Writes all of p at fd's position.  0 ok, -errno. */
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return w < 0 ? -errno : -EIO;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Appends all of src (from offset 0) at dst's position. */
 static int append_file(int src, int dst)
 {
@@ -276,7 +263,7 @@ static int append_file(int src, int dst)
         ssize_t n = pread(src, buf, sizeof buf, in);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return n < 0 ? -errno : -EIO;
-        int rc = write_all(dst, buf, (size_t)n);
+        int rc = cdc__write_all(dst, buf, (size_t)n, -1);
         if (rc) return rc;
         in += n;
     }
@@ -309,7 +296,7 @@ static int export_halves(part *a, part *b, int tmp)
         a->ctx.offset = a->bytes + b->bytes;
         if ((a->rc = a->fmt->end(&a->ctx)))
             cdc__err(&a->err, a->rc, "export of %s: %s footer: %s", a->table, a->fmt->name, cdc_strerror(a->rc));
-        else if ((a->rc = write_all(a->fd, tail.p, tail.len)))
+        else if ((a->rc = cdc__write_all(a->fd, tail.p, tail.len, -1)))
             cdc__err(&a->err, a->rc, "export of %s: write failed: %s", a->table, strerror(-a->rc));
         a->ctx.out = NULL;
         cdc__buf_free(&tail);

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "internal.h"
 
@@ -39,6 +40,9 @@ int cdc__writer_uses_uring(const cdc__writer *w);
 /* Flushes (unless already failed), frees; returns the first error or 0.
  * Accepts NULL. Does not close fd. */
 int cdc__writer_close(cdc__writer *w);
+/* Writes all n bytes of p at off (at fd's position when off < 0), again
+ * after EINTR and short writes.  0 ok, -errno. */
+int cdc__write_all(int fd, const char *p, size_t n, off_t off);
 
 /* ---- Export formats (format.c, driven by export.c) ---- */
 

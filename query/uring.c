@@ -48,8 +48,7 @@ struct cdc__writer {
     int err;                 /* first error, -errno */
 };
 
-/* Writes all of p at off (or at the current position when off < 0). */
-static int write_all(int fd, const char *p, size_t n, off_t off)
+int cdc__write_all(int fd, const char *p, size_t n, off_t off)
 {
     while (n) {
         ssize_t w = off >= 0 ? pwrite(fd, p, n, off) : write(fd, p, n);
@@ -84,7 +83,7 @@ static int reap(cdc__writer *w, int wait)
     } else {
         /* A short write: the rest goes synchronously at its own offset. */
         if ((size_t)res < b->len && !w->err) {
-            int e = write_all(w->fd, b->p + res, b->len - (size_t)res, b->off + res);
+            int e = cdc__write_all(w->fd, b->p + res, b->len - (size_t)res, b->off + res);
             if (e) w->err = e;
         }
         if (!w->err) w->done += b->len;
@@ -124,7 +123,7 @@ static void submit_current(cdc__writer *w)
     wbuf *b = &w->bufs[w->cur];
     if (!b->len || w->err) return;
     if (!w->uring) {
-        int e = write_all(w->fd, b->p, b->len, -1);
+        int e = cdc__write_all(w->fd, b->p, b->len, -1);
         if (e) w->err = e;
         else w->done += b->len;
         b->len = 0;
