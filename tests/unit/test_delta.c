@@ -67,25 +67,10 @@ static cdc_delta_result_t export_delta(cdc_store_t *st, const char *dir, uint64_
     return r;
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "%s", path);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    char tmp[4096];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) fwrite(tmp, 1, n, m);
-    fclose(f);
-    fclose(m);
-    return buf;
-}
-
 static char *commit_text(const char *dir, int v)
 {
     char *p = tu_fmt("%s/_delta_log/%020d.json", dir, v);
-    char *t = slurp(p);
+    char *t = tu_slurp(p);
     free(p);
     return t;
 }

@@ -174,22 +174,6 @@ static const inc_fixture_t inc_fixtures[] = {
 };
 #define N_INC (sizeof inc_fixtures / sizeof inc_fixtures[0])
 
-/* The whole file as a malloc'd string. */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "%s: cannot open", path);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    char tmp[65536];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) fwrite(tmp, 1, n, m);
-    fclose(f);
-    fclose(m);
-    return buf;
-}
-
 /* Fails with the first line where the export and the expected CSV differ
  * (a 2,000-row diff in one message would say nothing). */
 static void assert_same_csv(const char *got, const char *want, const char *what)
@@ -222,7 +206,7 @@ static char *inc_path(const inc_fixture_t *fx, const char *suffix)
 static void check_items(const inc_fixture_t *fx, const char *v, const char *what)
 {
     char *csvpath = inc_path(fx, ".expected.csv");
-    char *want = slurp(csvpath);
+    char *want = tu_slurp(csvpath);
     for (size_t i = 0; i < 3 && fx->present[i]; i++)
         cr_assert(strstr(v, fx->present[i]) != NULL, "%s: no row starting %s", what, fx->present[i] + 1);
     if (fx->absent) cr_assert(strstr(v, fx->absent) == NULL, "%s: row %s must be deleted", what, fx->absent + 1);

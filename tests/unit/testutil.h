@@ -113,6 +113,22 @@ static inline char *tu_env(const char *op, const char *before, const char *after
     return s;
 }
 
+/* The whole file as a malloc'd string. */
+static inline char *tu_slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s: cannot open", path);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    char tmp[65536];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) fwrite(tmp, 1, n, m);
+    fclose(f);
+    fclose(m);
+    return buf;
+}
+
 /* A malloc'd printf string (the test fails when it cannot be made). */
 static inline char *tu_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 static inline char *tu_fmt(const char *f, ...)
