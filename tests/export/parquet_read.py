@@ -362,3 +362,8 @@ def main():
 
 
 main()
+# As in read_table.py: no interpreter teardown, where the readers' native worker threads can
+# abort the process after every check passed.
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)
