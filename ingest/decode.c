@@ -33,7 +33,12 @@
  *    read, even when source.snapshot is missing or "false".
  *  - Key.  The Kafka key (a JSON object of the key columns in primary-key
  *    order) is the key; the row must agree with it on every key column it
- *    holds.  Without a Kafka key (bare envelopes read from files), the FIRST
+ *    holds.  A Kafka record without a key is refused: Debezium sends none
+ *    for a table without a primary key (or message.key.columns), and no
+ *    column of such a row is known to tell it apart; the dead letter says
+ *    how to give the table a key.  A record with a Kafka position (offset
+ *    0 or more: consumed, or a kcat line) is a Kafka record.  Without one
+ *    (bare envelopes read from files), the FIRST
  *    column of the row (after, or before for a delete) is taken as the
  *    primary key: Debezium writes columns in table order and most keys lead
  *    the table, but give the key to be exact.  Key values are integers (any
@@ -1306,7 +1311,19 @@ static int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj, const cJSON *r
         }
         return 0;
     }
-    /* No Kafka key: the first column of the row is the key (see the top). */
+    /* A Kafka record without a key is a row of a table without one: Debezium
+     * keys every change of a table with a primary key or message.key.columns.
+     * Taking a column as the key would merge the source's rows that share its
+     * value, so the record is refused with the fix (see the top). */
+    if (c->rec->offset >= 0)
+        return fail(c, NULL,
+                    "the Kafka record has no key: the table has no primary key for Debezium, and its "
+                    "rows cannot be told apart; give the table a primary key (or a unique index as "
+                    "REPLICA IDENTITY), or set the connector's message.key.columns (e.g. %s:id), then "
+                    "re-read the table",
+                    c->table ? c->table : "schema.table");
+    /* No Kafka record (a bare envelope read from a file): the first column of
+     * the row is the key (see the top). */
     if (!cJSON_IsObject(row) || !row->child)
         return fail(c, NULL, "the record has no Kafka key and no row to take the key from");
     k = row->child;

@@ -84,7 +84,7 @@ venv_ensure_all() { venv_ensure "${VENV_READERS[@]}"; }
 RATE=${E2E_RATE:-1300}
 KEYS=${E2E_KEYS:-20000}
 LAT_SECS=${E2E_LATENCY_SECS:-20}
-ONLY=${E2E_ONLY:-1 2 3 4 5 6 7 8 9 10}
+ONLY=${E2E_ONLY:-1 2 3 4 5 6 7 8 9 10 11}
 RUN=$(date +%s)
 P=e2e_$RUN          # topic prefix of scenarios 1-6
 P7=e2e7_$RUN        # topic prefix of scenario 7
@@ -1716,6 +1716,69 @@ scenario10() {
     scenario10_run b true
 }
 
+# ---- Scenario 11: a table without a primary key -------------------------------
+# Debezium keys a change by the table's primary key or message.key.columns; a
+# table with neither gets records without a Kafka key. The replica cannot tell
+# such rows apart (two rows may share every column), so each change goes to
+# the dead-letter store with the fix spelled out; with message.key.columns
+# set as the dead letter says, the same table replicates.
+
+# nokey_dlq DB TOPIC N: N dead letters, each of TOPIC with its position and
+# the reason naming the table and the fix.
+nokey_dlq() {
+    "$CDC" dlq list --db "$1" --json >"$WORK/dlq-11.json" || { echo "cdcstore dlq list exited $?"; return 1; }
+    jq -r --arg t "$2" 'if .topic != $t then "other topic \(.topic)"
+        elif (.reason | test("^\\Q\($t)\\E\\[0\\]@\\d+: table public\\.nokey: the Kafka record has no key: .*primary key.*REPLICA IDENTITY.*message\\.key\\.columns \\(e\\.g\\. public\\.nokey:id\\)")) then "no key"
+        else "other reason: \(.reason)" end' "$WORK/dlq-11.json" | sort | uniq -c | awk '{ $1 = $1; print }' >"$WORK/dlq-11.sum"
+    same "dead letters" "$(paste -sd';' "$WORK/dlq-11.sum")" "$3 no key" || return 1
+    echo "$(paste -sd';' "$WORK/dlq-11.sum"); e.g. $(jq -r '.reason' "$WORK/dlq-11.json" | head -n 1 | cut -c1-200)"
+}
+
+# nokey_equal DB: the replica's export of public.nokey equals the source's rows.
+nokey_equal() {
+    "$CDC" export --db "$1" --table public.nokey --output "$WORK/nokey-11.csv" 2>"$WORK/nokey-11.err" ||
+        { echo "export exited $?: $(cat "$WORK/nokey-11.err")"; return 1; }
+    app_psql -c "COPY (SELECT id, v FROM public.nokey ORDER BY id) TO STDOUT WITH (FORMAT csv, HEADER)" >"$WORK/nokey-11.src"
+    cmp -s "$WORK/nokey-11.csv" "$WORK/nokey-11.src" ||
+        { echo "replica/source differ: $(diff "$WORK/nokey-11.csv" "$WORK/nokey-11.src" | head -n 5 | tr '\n' ' ')"; return 1; }
+    echo "$(($(wc -l <"$WORK/nokey-11.src") - 1)) rows equal"
+}
+
+scenario11() {
+    [[ -n $MAIN_PID ]] && main_ingest_stop >/dev/null
+    local -a E2E_TABLES=(nokey) E2E_DECIMALS=()
+    local p=e2e11a_$RUN g=e2e11a-$RUN r=$WORK/replica-11a ing
+    e2e_log "scenario 11: a table without a primary key (no Kafka key), then keyed by message.key.columns"
+    check "11 setup: source reset, public.nokey (no primary key, REPLICA IDENTITY FULL, 3 rows), topic created" \
+        eval 'reset_source && app_psql -c "CREATE TABLE public.nokey (id int NOT NULL, v text);
+            ALTER TABLE public.nokey REPLICA IDENTITY FULL; ALTER TABLE public.nokey OWNER TO shop_owners;
+            INSERT INTO public.nokey VALUES (1, '"'a'"'), (2, '"'b'"'), (3, '"'c'"')" && create_topics 1 "$p"' || return 1
+    start_ingest ing "$r" "$g" "$WORK/ingest-11a.log" "" "$p"
+    check "11 connector registered (table.include.list=public.nokey), snapshot done, streaming" eval '
+        E2E_CONNECTOR_OPTS="${E2E_CONNECTOR_OPTS:-} table.include.list=public.nokey" \
+            register_connector e2e11a "$p" && wait_streaming e2e11a 120' || return 1
+    check "11 an insert, an update and a delete" app_psql -c "INSERT INTO public.nokey VALUES (4, 'd');
+        UPDATE public.nokey SET v = 'B' WHERE id = 2; DELETE FROM public.nokey WHERE id = 3"
+    check "11 drained" wait_drained e2e11a_slot "$g" "$p"
+    check "11 ingest stopped by SIGTERM (exit 3: dead letters written)" eval 'stop_ingest "$ing" >"$WORK/stop-11.out"; rc=$?; same "ingest exit status" "$rc" 3 || cat "$WORK/stop-11.out"'
+    check "11 dead letters: the 3 snapshot reads and the 3 changes, each naming the table and the fix" \
+        nokey_dlq "$r" "$p.public.nokey" 6
+    check "11 no row of public.nokey applied" eval 'same "rows applied" "$(stat_of "$r" public.nokey applied)" 0'
+    # The fix the dead letters name: message.key.columns (id is unique here).
+    p=e2e11b_$RUN g=e2e11b-$RUN r=$WORK/replica-11b
+    check "11 with message.key.columns=public.nokey:id: connector registered, snapshot done, streaming" eval '
+        create_topics 1 "$p" && "$CONN" delete e2e11a >>"$WORK/connector.log" 2>&1 &&
+        E2E_CONNECTOR_OPTS="${E2E_CONNECTOR_OPTS:-} table.include.list=public.nokey message.key.columns=public.nokey:id" \
+            register_connector e2e11b "$p" && wait_streaming e2e11b 120' || return 1
+    start_ingest ing "$r" "$g" "$WORK/ingest-11b.log" "" "$p"
+    check "11 an update and a delete, keyed" app_psql -c "UPDATE public.nokey SET v = 'A' WHERE id = 1;
+        DELETE FROM public.nokey WHERE id = 4"
+    check "11 drained (keyed)" wait_drained e2e11b_slot "$g" "$p"
+    check "11 ingest stopped by SIGTERM (exit 0)" stop_ingest "$ing"
+    check "11 no dead letters with message.key.columns" eval 'same "dead letters" "$(stat_of "$r" total dead_letters)" 0'
+    check "11 public.nokey equals the source" nokey_equal "$r"
+}
+
 # ---- Main ---------------------------------------------------------------------
 
 e2e_log "work directory $WORK"
@@ -1731,7 +1794,7 @@ ok "stack up: PostgreSQL $PGHOST:$PGPORT, Kafka $KAFKA_BROKERS, Connect $CONNECT
 # Topics of earlier runs (a stack kept with E2E_KEEP_STACK=1).
 "$E2EK" "$KAFKA_BROKERS" delete-topics e2e >/dev/null 2>&1
 
-for s in 1 2 3 4 5 6 7 8 9 10; do
+for s in 1 2 3 4 5 6 7 8 9 10 11; do
     if runs "$s"; then
         t0=$SECONDS
         "scenario$s"

@@ -53,10 +53,18 @@ static cdc_record_t rec_of(const char *topic, int64_t offset, const char *key, c
     return r;
 }
 
-/* Decodes value (and key) from topic shop.public.orders at offset 42. */
+/* Decodes value (and key) from topic shop.public.orders at offset 42.  With
+ * no key, value is a bare envelope read from line 42 of orders.jsonl (no
+ * Kafka record): a Kafka record without a key is refused (see
+ * kafka_record_without_key_is_refused). */
 static int dec(const char *key, const char *value, cdc__event *ev, cdc_error_t *err)
 {
     cdc_record_t r = rec_of(TOPIC, 42, key, value);
+    if (!key) {
+        r = rec_of(TOPIC, -1, NULL, value);
+        r.source = "orders.jsonl";
+        r.line = 42;
+    }
     memset(err, 0, sizeof *err);
     return cdc__decode_record(&r, scale_cb, NULL, ev, err);
 }
@@ -147,8 +155,9 @@ static void expect_bad(const char *key, const char *value, const char *what)
     cr_assert_eq(rc, CDC_EDECODE, "expected CDC_EDECODE (%s) for %s, got %d", what, value, rc);
     cr_assert_eq(err.code, CDC_EDECODE);
     cr_assert(strstr(err.msg, what), "message \"%s\" does not contain \"%s\"", err.msg, what);
-    cr_assert(strncmp(err.msg, TOPIC "[0]@42: ", strlen(TOPIC "[0]@42: ")) == 0,
-              "message \"%s\" does not name the position", err.msg);
+    const char *pos = key ? TOPIC "[0]@42: " : "orders.jsonl:42: ";
+    cr_assert(strncmp(err.msg, pos, strlen(pos)) == 0, "message \"%s\" does not name the position %s", err.msg,
+              pos);
     cr_assert_null(ev.table, "the event must stay untouched on error");
     cr_assert_null(ev.row.p);
 }
@@ -219,7 +228,8 @@ static void check_doc_events(int with_key)
         char key[64], want_key[64];
         snprintf(key, sizeof key, "{\"order_id\":%d}", d->key);
         snprintf(want_key, sizeof want_key, "{\"order_id\":%d}", d->key);
-        cdc_record_t r = rec_of(TOPIC, d->offset, with_key ? key : NULL, d->value);
+        /* without a key: the bare envelope of a file's line (no Kafka position) */
+        cdc_record_t r = rec_of(TOPIC, with_key ? d->offset : -1, with_key ? key : NULL, d->value);
         cdc__event ev = {0};
         cdc_error_t err = {0};
         /* no scale callback: the document uses decimal.handling.mode=string */
@@ -374,10 +384,8 @@ Test(decode, schemas_enabled_delete_and_wrapped_null_key)
     cr_expect_str_eq(keyjson(&ev), "{\"order_id\":9}");
     cr_expect_str_eq(col(&ev, "order_id"), "9");
     cdc__event_free(&ev);
-    /* A wrapped null key payload is no key: the first column is the key. */
-    expect_ok("{\"schema\":null,\"payload\":null}", v, &ev);
-    cr_expect_str_eq(keyjson(&ev), "{\"order_id\":9}");
-    cdc__event_free(&ev);
+    /* A wrapped null key payload is no key: a Kafka record of a table without one. */
+    expect_bad("{\"schema\":null,\"payload\":null}", v, "the Kafka record has no key");
 }
 
 Test(decode, schema_time_edges)
@@ -669,7 +677,7 @@ Test(decode, table_from_source_or_topic)
 {
     cdc__event ev = {0};
     cdc_error_t err = {0};
-    cdc_record_t r = rec_of("a.b.c.d", 0, NULL,
+    cdc_record_t r = rec_of("a.b.c.d", 0, "{\"id\":1}",
                             "{\"op\":\"c\",\"after\":{\"id\":1},\"source\":{\"lsn\":1,\"schema\":\"inv\","
                             "\"table\":\"items\"}}");
     cr_assert_eq(cdc__decode_record(&r, NULL, NULL, &ev, &err), 0, "%s", err.msg);
@@ -746,9 +754,60 @@ Test(decode, key_from_first_column_without_kafka_key)
     expect_ok(NULL, "{\"op\":\"c\",\"after\":{\"sku\":\"P-9\",\"title\":\"t\"},\"source\":{\"lsn\":1}}", &ev);
     cr_expect_str_eq(keyjson(&ev), "{\"sku\":\"P-9\"}");
     cdc__event_free(&ev);
-    /* "null" as the key text is no key */
-    expect_ok("null", "{\"op\":\"d\",\"before\":{\"sku\":\"P-9\"},\"source\":{\"lsn\":1}}", &ev);
-    cr_expect_str_eq(keyjson(&ev), "{\"sku\":\"P-9\"}");
+    /* "null" as the key text of a Kafka record is no key: refused */
+    expect_bad("null", "{\"op\":\"d\",\"before\":{\"sku\":\"P-9\"},\"source\":{\"lsn\":1}}",
+               "the Kafka record has no key");
+}
+
+/* Debezium keys every change of a table with a primary key (or
+ * message.key.columns); a Kafka record without a key is a row of a table
+ * without one, which no column tells apart: each row event is refused with the
+ * fix, whatever its op and envelope, while the keyless records that carry no
+ * row (a Kafka tombstone, a truncate, a logical decoding message) decode. */
+Test(decode, kafka_record_without_key_is_refused)
+{
+    const char *rows[] = {
+        "{\"op\":\"c\",\"after\":{\"id\":1,\"v\":\"a\"},\"source\":{\"lsn\":10,\"schema\":\"public\",\"table\":\"nokey\"}}",
+        "{\"op\":\"u\",\"before\":null,\"after\":{\"id\":1,\"v\":\"b\"},\"source\":{\"lsn\":11}}",
+        "{\"op\":\"r\",\"after\":{\"id\":1},\"source\":{\"lsn\":9,\"snapshot\":\"true\"}}",
+        "{\"op\":\"d\",\"before\":{\"id\":1,\"v\":\"b\"},\"source\":{\"lsn\":12}}",
+        "{\"op\":\"d\",\"before\":null,\"source\":{\"lsn\":12}}",
+        "{\"schema\":{\"type\":\"struct\"},\"payload\":{\"op\":\"c\",\"after\":{\"id\":1},\"source\":{\"lsn\":10}}}",
+    };
+    const char *keys[] = {NULL, "", "null", "{\"schema\":null,\"payload\":null}"};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            cdc_record_t r = rec_of(TOPIC, 7, keys[k], rows[i]);
+            cdc__event ev = {0};
+            cdc_error_t err = {0};
+            cr_assert_eq(cdc__decode_record(&r, NULL, NULL, &ev, &err), CDC_EDECODE, "row %zu key %zu", i, k);
+            cr_expect(strstr(err.msg, TOPIC "[0]@7: "), "the position: %s", err.msg);
+            cr_expect(strstr(err.msg, "the Kafka record has no key"), "%s", err.msg);
+            cr_expect(strstr(err.msg, "primary key") && strstr(err.msg, "REPLICA IDENTITY") &&
+                          strstr(err.msg, "message.key.columns"),
+                      "the fix is spelled out: %s", err.msg);
+            cr_expect_null(ev.table);
+        }
+    cdc_record_t r = rec_of(TOPIC, 7, NULL, rows[0]);
+    cdc__event ev = {0};
+    cdc_error_t err = {0};
+    cr_assert_eq(cdc__decode_record(&r, NULL, NULL, &ev, &err), CDC_EDECODE);
+    cr_expect(strstr(err.msg, "message.key.columns (e.g. public.nokey:id)"), "%s", err.msg);
+    /* no Kafka position: a file's bare envelope, keyed by its first column */
+    r = rec_of(TOPIC, -1, NULL, rows[0]);
+    cr_assert_eq(cdc__decode_record(&r, NULL, NULL, &ev, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(keyjson(&ev), "{\"id\":1}");
+    cdc__event_free(&ev);
+    /* keyless records without a row */
+    r = rec_of(TOPIC, 8, NULL, NULL);
+    cr_expect_eq(cdc__decode_record(&r, NULL, NULL, &ev, &err), 1, "a Kafka tombstone");
+    r = rec_of(TOPIC, 9, NULL, "{\"op\":\"t\",\"source\":{\"lsn\":20,\"schema\":\"public\",\"table\":\"orders\"}}");
+    cr_assert_eq(cdc__decode_record(&r, NULL, NULL, &ev, &err), 0, "a truncate: %s", err.msg);
+    cr_expect_eq(ev.action, CDC__ACT_FLOOR);
+    cdc__event_free(&ev);
+    r = rec_of(TOPIC, 10, NULL, "{\"op\":\"m\",\"source\":{\"lsn\":21}}");
+    cr_assert_eq(cdc__decode_record(&r, NULL, NULL, &ev, &err), 0, "a message: %s", err.msg);
+    cr_expect_eq(ev.action, CDC__ACT_NOOP);
     cdc__event_free(&ev);
 }
 
