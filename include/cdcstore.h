@@ -465,7 +465,8 @@ CDC_API int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir
     XX(tombstones_purged, PURGED, 14, "tombstones removed by cdc_store_gc()")                          \
     XX(wal_rollbacks, ROLLBACKS, 15, "opens that rolled back to the last consistent point (damaged log)") \
     XX(newest_ts_ms, NEWEST_TS, 16, "source ts_ms of the newest applied change (a maximum, not a count)") \
-    XX(newest_lsn, NEWEST_LSN, 17, "source LSN of the newest applied change (a maximum, not a count)")
+    XX(newest_lsn, NEWEST_LSN, 17, "source LSN of the newest applied change (a maximum, not a count)")  \
+    XX(repartitioned_keys, REPARTITIONED, 18, "keys that arrived on another Kafka partition than before")
 
 typedef struct cdc_stats {
 #define CDC__STATS_FIELD(field, SLOT, slot, what) uint64_t field;

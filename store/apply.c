@@ -243,6 +243,7 @@ typedef struct fold {
     int flags;
     cdc__version ver;
     int64_t ts_ms;
+    int32_t partition;   /* Kafka partition of the state's newest event, -1 unknown */
     colval *cols;
     size_t ncols, cap;
 } fold;
@@ -784,6 +785,7 @@ static int fold_start(apply_ctx *a, size_t g, start_state *ss)
     f->exists = 0;
     f->flags = 0;
     f->ts_ms = 0;
+    f->partition = -1;
     f->ncols = 0; /* the fold is reused across tables: size it to this one */
     fold_grow(f, t->ncols);
     ss->state = 0;
@@ -812,6 +814,7 @@ static int fold_start(apply_ctx *a, size_t g, start_state *ss)
         f->flags = sv.flags;
         f->ver = sv.ver;
         f->ts_ms = sv.ts_ms;
+        f->partition = sv.partition;
         ss->state = (sv.flags & CDC__F_DELETED) ? 2 : 1;
     } else if (cdc__absent_version(t, &f->ver)) {
         /* No row: under a floor or a purge horizon the key is known absent
@@ -938,6 +941,7 @@ static int fold_events(apply_ctx *a, cdc__table *t, size_t m, uint64_t *kept, ui
         f->exists = 1;
         f->ver = s->ver;
         f->ts_ms = ev->ts_ms;
+        if (a->recs[a->order[j]].offset >= 0) f->partition = a->recs[a->order[j]].partition;
     }
     return 0;
 }
@@ -969,6 +973,50 @@ static void count_applied(apply_ctx *a, size_t g, size_t m, const start_state *s
     }
 }
 
+/* A key seen on two Kafka partitions: its stored value's and an event's, or
+ * two events' of the batch.  Debezium keys each record and the producer
+ * hashes the key to a partition, so a key stays on one partition, and only
+ * there is its order kept: a key that moved means the topic was
+ * repartitioned (or the producer's partitioner changed), and its events on
+ * the two partitions can arrive in any order.  The version guard still
+ * applies the newest by version, which orders streamed changes of a key
+ * (see the top), so nothing is misapplied by the move itself; but a
+ * consumer that reads the partitions at different speeds may apply a
+ * delete's late, older update only when its tombstone is gone, and the
+ * operator must know the per-key order the pipeline promises no longer
+ * holds.  Counted once per key and batch (repartitioned_keys), and logged
+ * as a warning naming the key. */
+static void check_partition(apply_ctx *a, size_t g, size_t m)
+{
+    int32_t first = a->f.partition, other = -1;
+    for (size_t j = 0; j < m && other < 0; j++) {
+        const cdc_record_t *r = &a->recs[a->order[j]];
+        if (r->offset < 0) continue;
+        if (first < 0) first = r->partition;
+        else if (r->partition != first) other = r->partition;
+    }
+    if (other < 0) return;
+    const group *gr = &a->groups[g];
+    cdc__table *t = gr->t;
+    /* logged for the first key of a session, then at every 1,000th: a
+     * repartitioned topic moves many keys, and each would repeat it */
+    if (!t->repartition_warned || t->stats[CDC__ST_REPARTITIONED] >= t->repartition_warned + 1000) {
+        cdc__buf k = {0};
+        if (cdc__key_to_json(gr->key, gr->key_len, (const char *const *)t->keycols, t->nkey, &k))
+            cdc__buf_puts(&k, "(a key that does not decode)");
+        cdc__buf_putc(&k, 0);
+        cdc__log(a->st, CDC_LOG_WARN, "apply",
+                 "table %s: key %.200s arrived on partition %d after partition %d: the topic was repartitioned "
+                 "or its producer's partitioner changed, so the per-key order of its events no longer holds "
+                 "(counted in repartitioned_keys); re-read the table (a new snapshot) into a fresh replica, "
+                 "or give the topic back its partition count",
+                 t->name, k.p, (int)other, (int)first);
+        cdc__buf_free(&k);
+        t->repartition_warned = t->stats[CDC__ST_REPARTITIONED] + 1;
+    }
+    stat_add(t, CDC__ST_REPARTITIONED, 1);
+}
+
 static int fold_group(apply_ctx *a, size_t g)
 {
     const group *gr = &a->groups[g];
@@ -980,6 +1028,7 @@ static int fold_group(apply_ctx *a, size_t g)
     if (!m) return 0;
     int rc = fold_start(a, g, &ss);
     if (rc) return rc;
+    check_partition(a, g, m);
     if (count_not_applied(a, t, m, &ss)) return 0;
     if (fold_events(a, t, m, &kept, &unresolved))
         return cdc__err(a->err, CDC_ECORRUPT, "table %s: an event row does not decode", t->name);
@@ -989,7 +1038,7 @@ static int fold_group(apply_ctx *a, size_t g)
     cdc__buf_reset(&a->rowbuf);
     fold_encode_row(&a->f, &a->rowbuf);
     cdc__buf_reset(&a->out);
-    cdc__value_encode(&a->out, a->f.flags, &a->f.ver, a->f.ts_ms, a->rowbuf.p, a->rowbuf.len);
+    cdc__value_encode(&a->out, a->f.flags, &a->f.ver, a->f.ts_ms, a->f.partition, a->rowbuf.p, a->rowbuf.len);
     cdc__buf_reset(&a->skey);
     cdc__table_key(t, gr->key, gr->key_len, &a->skey);
     rocksdb_writebatch_put_cf(a->wb, t->cf, a->skey.p, a->skey.len, a->out.p, a->out.len);

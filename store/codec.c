@@ -16,18 +16,29 @@
  * Debezium's JSON key carries no types, and the tag makes the encoding
  * self-describing, so a key can be printed back as JSON without metadata.
  *
- * Value format (versions 1 and 2).  Decisions users live with, so written
+ * Value format (versions 1, 2 and 3).  Decisions users live with, so written
  * down:
  *   byte 0   format version: 1, or 2 when the version carries a commit
- *            order; a reader refuses other versions (a build older than
- *            format 2 refuses such a value rather than misorder it);
+ *            order, or 3 when the value also records the Kafka partition
+ *            its newest event came from; a reader refuses other versions (a
+ *            build older than format 2 or 3 refuses such a value rather
+ *            than misorder or misread it);
  *   byte 1   flags: 1 deleted (a tombstone that keeps its version), 2 the row
  *            was last written by a snapshot read;
  *   varint   version.epoch, 1 byte version.kind, varint version.lsn (the
  *            ordering version, see store/apply.c);
- *   format 2 only: varint version.commit, 1 byte (bit 0: version.read);
- *            values without a commit order keep format 1 byte for byte, so
- *            replicas written before format 2 read and compare unchanged;
+ *   formats 2 and 3: varint version.commit, 1 byte (bit 0: version.read);
+ *            values without a commit order or partition keep format 1 byte
+ *            for byte, so replicas written before format 2 read and compare
+ *            unchanged;
+ *   format 3 only: varint partition: the Kafka partition of the newest
+ *            event applied to the key.  Per-key order holds only within one
+ *            partition (Debezium keys the record, the producer hashes the key
+ *            to a partition), so a key's next event arriving on another
+ *            partition means the topic was repartitioned or its partitioner
+ *            changed: the apply counts and warns (store/apply.c).  One or
+ *            two bytes per row; the stored value is already read for the
+ *            version guard, so the check costs no read;
  *   varint   ts_ms (zigzag), the source's commit/snapshot time, for latency;
  *   row      varint n, then n times (varint column index into the table's
  *            column list kept in metadata, varint tag, bytes): tag 0 NULL,
@@ -286,12 +297,12 @@ int cdc__evrow_next(const char **p, const char *end, const char **name, size_t *
 
 /* ---- Stored values ---- */
 
-void cdc__value_encode(cdc__buf *out, int flags, const cdc__version *ver, int64_t ts_ms,
+void cdc__value_encode(cdc__buf *out, int flags, const cdc__version *ver, int64_t ts_ms, int32_t partition,
                        const char *row, size_t row_len)
 {
-    int v2 = ver->commit || ver->read;
-    cdc__buf_reserve(out, 48 + row_len);
-    cdc__buf_putc(out, v2 ? CDC__VALUE_FORMAT_2 : CDC__VALUE_FORMAT);
+    int v3 = partition >= 0, v2 = v3 || ver->commit || ver->read;
+    cdc__buf_reserve(out, 56 + row_len);
+    cdc__buf_putc(out, v3 ? CDC__VALUE_FORMAT_3 : v2 ? CDC__VALUE_FORMAT_2 : CDC__VALUE_FORMAT);
     cdc__buf_putc(out, (char)flags);
     cdc__buf_put_varint(out, ver->epoch);
     cdc__buf_putc(out, (char)ver->kind);
@@ -300,6 +311,7 @@ void cdc__value_encode(cdc__buf *out, int flags, const cdc__version *ver, int64_
         cdc__buf_put_varint(out, ver->commit);
         cdc__buf_putc(out, (char)(ver->read ? 1 : 0));
     }
+    if (v3) cdc__buf_put_varint(out, (uint64_t)partition);
     cdc__buf_put_varint(out, ((uint64_t)ts_ms << 1) ^ (uint64_t)(ts_ms >> 63));
     cdc__buf_put(out, row, row_len);
 }
@@ -310,7 +322,8 @@ int cdc__value_decode(const char *v, size_t len, cdc__value *out)
     uint64_t zz;
     if (len < 5) return CDC_ECORRUPT;
     int format = (unsigned char)p[0];
-    if (format != CDC__VALUE_FORMAT && format != CDC__VALUE_FORMAT_2) return CDC_ECORRUPT;
+    if (format != CDC__VALUE_FORMAT && format != CDC__VALUE_FORMAT_2 && format != CDC__VALUE_FORMAT_3)
+        return CDC_ECORRUPT;
     out->flags = (unsigned char)p[1];
     p += 2;
     if (cdc__get_varint(&p, end, &out->ver.epoch)) return CDC_ECORRUPT;
@@ -319,9 +332,15 @@ int cdc__value_decode(const char *v, size_t len, cdc__value *out)
     if (cdc__get_varint(&p, end, &out->ver.lsn)) return CDC_ECORRUPT;
     out->ver.commit = 0;
     out->ver.read = 0;
-    if (format == CDC__VALUE_FORMAT_2) {
+    out->partition = -1;
+    if (format != CDC__VALUE_FORMAT) {
         if (cdc__get_varint(&p, end, &out->ver.commit) || p >= end) return CDC_ECORRUPT;
         out->ver.read = (unsigned char)*p++ & 1;
+    }
+    if (format == CDC__VALUE_FORMAT_3) {
+        uint64_t part;
+        if (cdc__get_varint(&p, end, &part) || part > INT32_MAX) return CDC_ECORRUPT;
+        out->partition = (int32_t)part;
     }
     if (cdc__get_varint(&p, end, &zz)) return CDC_ECORRUPT;
     out->ts_ms = (int64_t)((zz >> 1) ^ (~(zz & 1) + 1));

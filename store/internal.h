@@ -249,17 +249,21 @@ int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__even
 
 #define CDC__VALUE_FORMAT 1   /* values whose version has no commit order */
 #define CDC__VALUE_FORMAT_2 2 /* the version's commit order and read mark follow its lsn */
+#define CDC__VALUE_FORMAT_3 3 /* as 2, then the Kafka partition the value came from */
 enum { CDC__F_DELETED = 1, CDC__F_SNAPSHOT = 2 };
 
 typedef struct cdc__value {
     int flags;
     cdc__version ver;
     int64_t ts_ms;
+    int32_t partition;     /* Kafka partition of the newest applied event, -1 unknown */
     const char *row;       /* stored row: varint n, n x (varint col index, varint tag, bytes) */
     size_t row_len;
 } cdc__value;
 
-void cdc__value_encode(cdc__buf *out, int flags, const cdc__version *ver, int64_t ts_ms,
+/* partition: the Kafka partition of the event that wrote the value, -1 when
+ * it had none (a bare envelope from a file). */
+void cdc__value_encode(cdc__buf *out, int flags, const cdc__version *ver, int64_t ts_ms, int32_t partition,
                        const char *row, size_t row_len);
 /* 0 ok, CDC_ECORRUPT. row points into v. */
 int cdc__value_decode(const char *v, size_t len, cdc__value *out);

@@ -62,6 +62,7 @@ typedef struct cdc__table {
     size_t colhcap;                      /* slots, a power of two above 2 x ncols */
     char **keycols;
     size_t nkey;
+    uint64_t repartition_warned;         /* repartitioned keys when last logged (store/apply.c) */
     uint64_t *epochs;                    /* snapshot epochs seen, ascending */
     size_t nepochs;
     cdc__version floor;                  /* rows below it are deleted (completed snapshot, truncate) */

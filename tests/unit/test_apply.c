@@ -1724,3 +1724,79 @@ Test(stats, newest_change_is_a_high_water_mark)
     tu_rmrf(dir);
     free(dir);
 }
+
+/* A key that arrives on another Kafka partition than its stored value's (or
+ * than another event of its batch) is counted and logged once per key and
+ * batch: the topic was repartitioned and per-key order no longer holds.  The
+ * version guard still decides what is applied.  The same partition again, a
+ * replay, and records without a Kafka position (bare envelopes) are not
+ * counted; the stored partition survives a reopen. */
+Test(stats, a_key_on_another_partition_is_counted_and_logged)
+{
+    char *dir = tu_tmpdir();
+    warned[0] = 0;
+    cdc_open_options_t oo = {.create_if_missing = 1, .log = capture_warn};
+    cdc_error_t e = {0};
+    cdc_store_t *st = NULL;
+    cr_assert_eq(cdc_store_open(dir, &oo, &st, &e), 0, "%s", e.msg);
+    const char *o = "public.orders";
+    recs a = {0}, b = {0}, c = {0}, d = {0};
+    recs_add(&a, T, 0, 0, strdup("{\"order_id\":1}"), env_ts(o, "c", "{\"order_id\":1,\"s\":\"a\"}", 100, 1000));
+    recs_add(&a, T, 1, 0, strdup("{\"order_id\":2}"), env_ts(o, "c", "{\"order_id\":2,\"s\":\"a\"}", 110, 1000));
+    /* key 3 on two partitions within one batch */
+    recs_add(&a, T, 0, 1, strdup("{\"order_id\":3}"), env_ts(o, "c", "{\"order_id\":3,\"s\":\"a\"}", 120, 1000));
+    recs_add(&a, T, 1, 1, strdup("{\"order_id\":3}"), env_ts(o, "u", "{\"order_id\":3,\"s\":\"b\"}", 130, 1000));
+    tu_apply(st, a.r, a.n);
+    cdc_stats_t s;
+    cr_assert_eq(cdc_store_stats(st, o, &s, NULL), 0);
+    cr_expect_eq(s.repartitioned_keys, 1, "key 3 only, got %llu", (unsigned long long)s.repartitioned_keys);
+    cr_expect(strstr(warned, "table public.orders: key {\"order_id\":3} arrived on partition 1 after partition 0"),
+              "the warning names the table, the key and both partitions: %s", warned);
+    cr_expect(strstr(warned, "repartitioned"), "%s", warned);
+    /* the same partitions again (key 1 on 0, key 2 on 1, key 3 on 1, where its
+     * newest event came from), and a replay of the first batch: no count */
+    recs_add(&b, T, 0, 2, strdup("{\"order_id\":1}"), env_ts(o, "u", "{\"order_id\":1,\"s\":\"b\"}", 200, 2000));
+    recs_add(&b, T, 1, 2, strdup("{\"order_id\":2}"), env_ts(o, "u", "{\"order_id\":2,\"s\":\"b\"}", 210, 2000));
+    recs_add(&b, T, 1, 3, strdup("{\"order_id\":3}"), env_ts(o, "u", "{\"order_id\":3,\"s\":\"c\"}", 220, 2000));
+    tu_apply(st, b.r, b.n);
+    tu_apply(st, a.r + 0, 2);
+    cr_assert_eq(cdc_store_stats(st, o, &s, NULL), 0);
+    cr_expect_eq(s.repartitioned_keys, 1, "got %llu", (unsigned long long)s.repartitioned_keys);
+    cdc_store_close(st);
+    /* after a reopen: key 1 arrives on partition 2 (counted, applied by its
+     * version), key 2 stale on partition 0 (counted, not applied), and bare
+     * envelopes of keys 1 and 2 (no partition: not counted) */
+    warned[0] = 0;
+    cr_assert_eq(cdc_store_open(dir, &oo, &st, &e), 0, "%s", e.msg);
+    recs_add(&c, T, 2, 0, strdup("{\"order_id\":1}"), env_ts(o, "u", "{\"order_id\":1,\"s\":\"c\"}", 300, 3000));
+    recs_add(&c, T, 0, 3, strdup("{\"order_id\":2}"), env_ts(o, "u", "{\"order_id\":2,\"s\":\"x\"}", 150, 1500));
+    cdc_apply_result_t r = tu_apply(st, c.r, c.n);
+    cr_expect_eq(r.applied, 1);
+    cr_expect_eq(r.stale, 1);
+    cr_assert_eq(cdc_store_stats(st, o, &s, NULL), 0);
+    cr_expect_eq(s.repartitioned_keys, 3, "got %llu", (unsigned long long)s.repartitioned_keys);
+    cr_expect(strstr(warned, "arrived on partition 2 after partition 0") ||
+                  strstr(warned, "arrived on partition 0 after partition 1"),
+              "logged again in the new session: %s", warned);
+    recs_add(&d, NULL, 0, -1, NULL, env_ts(o, "u", "{\"order_id\":1,\"s\":\"d\"}", 400, 4000));
+    recs_add(&d, NULL, 0, -1, NULL, env_ts(o, "u", "{\"order_id\":2,\"s\":\"d\"}", 410, 4000));
+    r = tu_apply(st, d.r, d.n);
+    cr_expect_eq(r.applied, 2);
+    cr_assert_eq(cdc_store_stats(st, o, &s, NULL), 0);
+    cr_expect_eq(s.repartitioned_keys, 3, "bare envelopes carry no partition");
+    /* the partition a bare envelope leaves is the one before it: key 1 on 2 */
+    cdc_store_close(st);
+    cr_assert_eq(cdc_store_open(dir, &oo, &st, &e), 0, "%s", e.msg);
+    recs_free(&c);
+    recs_add(&c, T, 2, 1, strdup("{\"order_id\":1}"), env_ts(o, "u", "{\"order_id\":1,\"s\":\"e\"}", 500, 5000));
+    tu_apply(st, c.r, c.n);
+    cr_assert_eq(cdc_store_stats(st, o, &s, NULL), 0);
+    cr_expect_eq(s.repartitioned_keys, 3, "got %llu", (unsigned long long)s.repartitioned_keys);
+    cdc_store_close(st);
+    recs_free(&a);
+    recs_free(&b);
+    recs_free(&c);
+    recs_free(&d);
+    tu_rmrf(dir);
+    free(dir);
+}
