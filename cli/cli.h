@@ -126,6 +126,29 @@ void cli_metrics_update(cli_metrics *m, cdc_store_t *st, const cdc_kafka_batch_t
 /* Stops the server and frees m; accepts NULL. */
 void cli_metrics_stop(cli_metrics *m);
 
+/* ---- cli/latency.c: the last minute's latency, for status ---- */
+
+typedef struct cli_latency {
+    int64_t as_of_ms;        /* when the ingest wrote it (Unix ms) */
+    long pid;                /* the ingest's process */
+    int running;             /* 0: the ingest had stopped when it wrote it */
+    int window_s;            /* the window: the last window_s seconds before as_of_ms */
+    uint64_t samples;        /* streamed changes applied in the window */
+    int64_t p50_ms, p99_ms, max_ms;
+} cli_latency;
+
+typedef struct cli_latwin cli_latwin;
+/* A window for the replica in directory db. */
+cli_latwin *cli_latwin_new(const char *db);
+/* Adds a batch's latencies, applied at now_ms (Unix ms); writes the file
+ * when a second has passed since it last did.  w may be NULL. */
+void cli_latwin_add(cli_latwin *w, const int64_t *ms, size_t n, int64_t now_ms);
+/* Writes the file a last time (running 0) and frees w; accepts NULL. */
+void cli_latwin_free(cli_latwin *w, int64_t now_ms);
+/* Reads what an ingest left for the replica in db: 0, or -1 when there is
+ * nothing readable. */
+int cli_latwin_read(const char *db, cli_latency *out);
+
 /* Subcommands in their own files. */
 int cmd_ingest(int argc, char **argv);
 int cmd_hash(int argc, char **argv);

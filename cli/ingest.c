@@ -32,13 +32,22 @@ static void on_signal(int sig)
 typedef struct ingest_ctx {
     FILE *latency;      /* --latency-report, or NULL */
     cli_metrics *metrics; /* --metrics-addr, or NULL */
+    cli_latwin *window; /* the last minute's latency, for cdcstore status */
     cdc_store_t *st;
 } ingest_ctx;
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void on_batch(void *opaque, const cdc_kafka_batch_t *b)
 {
     ingest_ctx *c = opaque;
     cli_metrics_update(c->metrics, c->st, b);
+    cli_latwin_add(c->window, b->latency_ms, b->nlatency, wall_ms());
     if (!c->latency) return;
     for (size_t i = 0; i < b->nlatency; i++) fprintf(c->latency, "%lld\n", (long long)b->latency_ms[i]);
     fflush(c->latency);
@@ -203,10 +212,13 @@ int cmd_ingest(int argc, char **argv)
         status = cli_fail(&e, rc);
         goto out_store;
     }
+    ctx.window = cli_latwin_new(db);
     rc = cdc_kafka_run(k, &e);
     cdc_kafka_stats_t s;
     cdc_kafka_stats(k, &s);
     cdc_kafka_close(k);
+    cli_latwin_free(ctx.window, wall_ms());
+    ctx.window = NULL;
     if (rc == CDC_ESTOPPED) {
         cli_printf_escaped(stderr, "cdcstore: %s", e.msg);
         status = EXIT_STOPPED;

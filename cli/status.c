@@ -7,9 +7,10 @@
  * the replica opened read-only (no lock, so it answers while an ingest
  * writes) and from cdc_kafka_watermarks(): this file links no Kafka client.
  *
- * End-to-end latency is not here: the replica does not record it, only a
- * running ingest knows it (its --metrics-addr histogram
- * cdcstore_latency_seconds, and its final summary line), and status says so.
+ * End-to-end latency is not in the replica's data: the ingest that applies
+ * to it measures it and writes the last minute's p50/p99 beside it every
+ * second (cli/latency.c); status prints that, with how old it is and
+ * whether that ingest still runs.
  *
  * Exit status 1 when it cannot answer: the replica is missing or does not
  * open, or a broker query failed (everything else is printed first).
@@ -35,16 +36,43 @@ static const char *status_usage =
     "the stored position (the highest applied offset) and, with --brokers, the\n"
     "Kafka high watermark and the lag (records not applied yet); the dead letters.\n"
     "The replica is opened read-only, so status answers while an ingest runs.\n"
-    "End-to-end latency is reported by a running ingest (--metrics-addr), not here.\n"
+    "End-to-end latency (apply time - the change's source ts_ms): p50 and p99 of the\n"
+    "streamed changes of the last minute, as a running `cdcstore ingest` of this\n"
+    "replica writes them down every second (its file cdcstore-ingest-latency in DIR).\n"
     "  --brokers LIST      bootstrap servers to ask for the high watermarks\n"
     "  --timeout-ms MS     how long to wait for the brokers (default 5000)\n"
     "  --json              one JSON object\n"
     "Exit status: 0 answered, 1 the replica is missing or unreadable, or the brokers\n"
     "did not answer (what is known is printed first), 2 usage.\n";
 
-static const char *latency_note =
-    "end-to-end latency is reported by a running ingest (--metrics-addr: cdcstore_latency_seconds), "
-    "not kept in the replica";
+/* How old the ingest's latency file may be while it runs before status says
+ * it is stale: it is written at most once a second, on a batch. */
+#define LATENCY_STALE_MS 10000
+
+/* The latency line: what the ingest of this replica measured over its last
+ * minute (cli/latency.c), or why there is no figure. */
+static void latency_text(const char *db, int64_t now, char *buf, size_t n)
+{
+    cli_latency l;
+    if (cli_latwin_read(db, &l)) {
+        snprintf(buf, n, "unknown: no cdcstore ingest has written it for this replica");
+        return;
+    }
+    double age = (double)(now - l.as_of_ms) / 1e3;
+    char when[96];
+    if (!l.running)
+        snprintf(when, sizeof when, "; the ingest (pid %ld) stopped %.0f s ago", l.pid, age);
+    else if (now - l.as_of_ms > LATENCY_STALE_MS)
+        snprintf(when, sizeof when, "; written %.0f s ago by pid %ld: no batch since (an idle source, or the "
+                                    "ingest is stuck or gone)", age, l.pid);
+    else snprintf(when, sizeof when, " (ingest pid %ld, %.1f s ago)", l.pid, age);
+    if (!l.samples)
+        snprintf(buf, n, "no streamed change applied in the last %d s%s", l.window_s, when);
+    else
+        snprintf(buf, n, "p50 %lld ms, p99 %lld ms, max %lld ms over %llu %s in the last %d s%s",
+                 (long long)l.p50_ms, (long long)l.p99_ms, (long long)l.max_ms, (unsigned long long)l.samples,
+                 cli_plural(l.samples, "change", "changes"), l.window_s, when);
+}
 
 typedef struct part_status {
     const cdc_position_t *pos;
@@ -173,7 +201,9 @@ static void print_text(const char *db, char **tables, const cdc_stats_t *ts, siz
             if (ps[i].ok) lag += ps[i].lag, known = 1;
         if (known) printf("  lag                  %lld records\n", (long long)lag);
     }
-    printf("  latency              %s\n", latency_note);
+    char lat[400];
+    latency_text(db, now, lat, sizeof lat);
+    printf("  latency              %s\n", lat);
 }
 
 /* ---- JSON ---- */
@@ -249,8 +279,23 @@ static void print_json(const char *db, char **tables, const cdc_stats_t *ts, siz
     else fputs("null", stdout);
     fputs(",\"counters\":", stdout);
     json_counters(total);
-    fputs("},\"latency\":{\"p50_ms\":null,\"p99_ms\":null,\"note\":", stdout);
-    json_str(latency_note);
+    fputs("},\"latency\":", stdout);
+    cli_latency l;
+    char lat[400];
+    latency_text(db, now, lat, sizeof lat);
+    if (cli_latwin_read(db, &l)) {
+        fputs("{\"p50_ms\":null,\"p99_ms\":null,\"max_ms\":null,\"samples\":0,\"note\":", stdout);
+    } else {
+        if (l.samples)
+            printf("{\"p50_ms\":%lld,\"p99_ms\":%lld,\"max_ms\":%lld,", (long long)l.p50_ms, (long long)l.p99_ms,
+                   (long long)l.max_ms);
+        else fputs("{\"p50_ms\":null,\"p99_ms\":null,\"max_ms\":null,", stdout);
+        printf("\"samples\":%llu,\"window_s\":%d,\"as_of_ms\":%lld,\"pid\":%ld,\"running\":%s,\"stale\":%s,"
+               "\"note\":",
+               (unsigned long long)l.samples, l.window_s, (long long)l.as_of_ms, l.pid, l.running ? "true" : "false",
+               l.running && now - l.as_of_ms > LATENCY_STALE_MS ? "true" : "false");
+    }
+    json_str(lat);
     fputs("}}\n", stdout);
 }
 

@@ -803,10 +803,13 @@ int cdc__space_check(const cdc_store_t *st, cdc_error_t *err)
 
 /* ---- Whose directory ---- */
 
-/* A file RocksDB writes in a database directory (a replica is one). */
+/* A file RocksDB writes in a database directory (a replica is one), or one
+ * of the project's own beside them, whose names start with "cdcstore-"
+ * (the running ingest's latency window, cli/latency.c). */
 static int rocksdb_file(const char *n)
 {
-    static const char *const prefixes[] = {"CURRENT", "IDENTITY", "LOCK", "LOG", "MANIFEST-", "OPTIONS-"};
+    static const char *const prefixes[] = {"CURRENT", "IDENTITY", "LOCK",     "LOG",
+                                           "MANIFEST-", "OPTIONS-", "cdcstore-"};
     static const char *const suffixes[] = {".sst", ".log", ".dbtmp", ".blob"};
     size_t l = strlen(n);
     if (!strcmp(n, ".") || !strcmp(n, "..")) return 1;

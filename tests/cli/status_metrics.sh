@@ -67,7 +67,7 @@ grep -qF "lsn $ORD_LSN:" "$T/status.txt" && ok "text: newest lsn of public.order
 grep -qE "^  rows +[0-9]+ live, [0-9]+ tombstones kept" "$T/status.txt" && ok "text: rows and tombstones kept" || bad "text: rows line"
 grep -qE "behind the source" "$T/status.txt" && ok "text: age behind the source" || bad "text: no age"
 grep -qE "high watermarks and lag need --brokers" "$T/status.txt" && ok "text: says lag needs --brokers" || bad "text: lag note"
-grep -qE "latency +end-to-end latency is reported by a running ingest" "$T/status.txt" && ok "text: latency note" || bad "text: latency note"
+grep -qE "latency +unknown: no cdcstore ingest has written it for this replica" "$T/status.txt" && ok "text: no latency without an ingest" || bad "text: latency line: $(grep latency "$T/status.txt")"
 
 # ---- status --json ----
 "$BIN" status --db "$DB" --json >"$T/status.json"
@@ -89,7 +89,7 @@ check "json: total counters equal stats --json" "$(jq -Sc '.total' "$T/stats.jso
 check "json: tombstones kept" "$(jq '.total.rows_deleted' "$T/stats.json")" "$(jq '.total.tombstones_kept' "$T/status.json")"
 check "json: no dead letters" 0 "$(jq '.total.dead_letters' "$T/status.json")"
 check "json: lag null without --brokers" null "$(jq -c '[.partitions[].lag] | unique | .[0]' "$T/status.json")"
-check "json: latency left to ingest" true "$(jq '.latency.p50_ms == null and (.latency.note | test("ingest"))' "$T/status.json")"
+check "json: no latency without an ingest" true "$(jq '.latency.p50_ms == null and .latency.samples == 0 and (.latency.note | test("no cdcstore ingest"))' "$T/status.json")"
 
 # A dead letter shows.
 echo '{"topic":"shop.public.orders","partition":0,"offset":100,"key":"{\"id\":1}","payload":"{not json"}' >"$T/bad.jsonl"
@@ -182,7 +182,7 @@ BOOT=$(head -1 "$T/mock.out")
 PORT=$(free_port)
 LIVE=$T/live
 "$BIN" ingest --db "$LIVE" --brokers "$BOOT" --topic "$TOPIC" --batch-max-ms 50 \
-    --metrics-addr "127.0.0.1:$PORT" 2>"$T/ingest-live.err" 3>&- &
+    --metrics-addr "127.0.0.1:$PORT" --latency-report "$T/latency.txt" 2>"$T/ingest-live.err" 3>&- &
 INGEST_PID=$!
 scrape() { curl -fsS --max-time 5 "http://127.0.0.1:$PORT/metrics" >"$1" 2>/dev/null; }
 value() { awk -v n="$2" '$1 == n {print $2}' "$1"; }
@@ -217,6 +217,13 @@ check "status --brokers: every change applied" "$N" "$(jq '.tables["public.items
     && ok "status --brokers: text" || bad "status --brokers: text: $("$BIN" status --db "$LIVE" --brokers "$BOOT" | grep "$TOPIC")"
 behind=$(jq '.tables["public.items"].behind_ms' "$T/live.json")
 if [ "$behind" -ge 0 ] && [ "$behind" -lt 60000 ]; then ok "status: ${behind} ms behind the source"; else bad "status: behind_ms $behind"; fi
+# the last minute's latency, written down by the running ingest every second
+"$BIN" status --db "$LIVE" --json >"$T/lat-run.json"
+check "status: the running ingest's latency (pid, p50 <= p99 <= max, 1 to $N changes in 60 s)" true \
+    "$(jq --argjson n "$N" --argjson pid "$INGEST_PID" '.latency | .running and (.stale | not) and .pid == $pid
+        and .window_s == 60 and .samples >= 1 and .samples <= $n and .p50_ms <= .p99_ms and .p99_ms <= .max_ms' "$T/lat-run.json")"
+"$BIN" status --db "$LIVE" | grep -qE "^  latency +p50 [0-9]+ ms, p99 [0-9]+ ms, max [0-9]+ ms over [0-9]+ changes? in the last 60 s \(ingest pid $INGEST_PID, " \
+    && ok "status: latency line of the running ingest" || bad "status: latency line: $("$BIN" status --db "$LIVE" | grep latency)"
 sleep 0.3
 scrape "$T/m3.txt" || true
 check "metrics: applied_total = every change" "$N" "$(value "$T/m3.txt" cdcstore_applied_total)"
@@ -231,6 +238,19 @@ set +e
 wait "$INGEST_PID"
 check "ingest from the mock broker stops on SIGTERM with 0" 0 $?
 INGEST_PID=
+# After the stop: every change in the window, its p50 and p99 within the
+# histogram's 5% of the exact figures of --latency-report.
+"$BIN" status --db "$LIVE" --json >"$T/lat-stop.json"
+sort -n "$T/latency.txt" >"$T/latency.sorted"
+n=$(wc -l <"$T/latency.sorted")
+e50=$(sed -n "$(((n + 1) / 2))p" "$T/latency.sorted") e99=$(sed -n "$((n - n / 100))p" "$T/latency.sorted")
+check "status after the stop: not running, all $N changes" "false $N $N" \
+    "$(jq -r '"\(.latency.running) \(.latency.samples)"' "$T/lat-stop.json") $n"
+check "status: p50 and p99 within 5% above the exact $e50 and $e99 ms" true \
+    "$(jq --argjson a "${e50:-0}" --argjson b "${e99:-0}" '.latency | .p50_ms >= $a and .p50_ms <= $a * 1.05 + 1
+        and .p99_ms >= $b and .p99_ms <= $b * 1.05 + 1' "$T/lat-stop.json")"
+"$BIN" status --db "$LIVE" | grep -qE "^  latency +p50 .* in the last 60 s; the ingest \(pid [0-9]+\) stopped [0-9]+ s ago" \
+    && ok "status: says the ingest stopped" || bad "status: latency line: $("$BIN" status --db "$LIVE" | grep latency)"
 exec 3>&-
 wait "$MOCK_PID"
 check "mock broker exits 0" 0 $?
