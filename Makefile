@@ -140,6 +140,7 @@ test-export: all
 
 test-e2e: all
 	@if [ -f tests/e2e/run.sh ]; then bash tests/e2e/run.sh; else echo "end-to-end suite not present"; fi
+	@bash tests/e2e/doctor.sh
 
 # The build runs in a make started after `deps`: the pkg-config flags are
 # read when a make starts, and on a fresh machine they exist only once deps

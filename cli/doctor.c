@@ -238,7 +238,8 @@ static void check_slot(doctor *d, const cdc_source_status_t *s, const cdc_source
     else
         add(d, LV_WARN, "slot", sl->name, "slot %s inactive: no consumer reads it, its WAL grows (wal_status %s)",
             sl->name, sl->wal_status[0] ? sl->wal_status : "unknown");
-    /* How much WAL it keeps. */
+    /* How much WAL it keeps (a lost slot keeps none: its line said so). */
+    if (!strcmp(sl->wal_status, "lost")) return;
     if (sl->retained_bytes < 0) {
         add(d, LV_WARN, "wal", sl->name, "slot %s retained WAL unknown (no restart_lsn)", sl->name);
         return;
@@ -323,8 +324,10 @@ static void check_publication(doctor *d, const cdc_source_status_t *s)
             add(d, LV_FAIL, "publication", name, "publication %s does not exist in database %s", name, s->database);
             goto out;
         }
+    } else if (!nt) {
+        goto out; /* no publication named, no table to look for: nothing to check */
     } else if (!s->npublications) {
-        if (nt) add(d, LV_FAIL, "publication", NULL, "no publication in database %s: pgoutput sends nothing", s->database);
+        add(d, LV_FAIL, "publication", NULL, "no publication in database %s: pgoutput sends nothing", s->database);
         goto out;
     }
     /* Every table wanted, in the publication named or in any of them. */
