@@ -532,6 +532,8 @@ static void print_json(const doctor *d, int worst)
 
 /* ---- Options ---- */
 
+/* Reads the options into d.  Returns -1 to go on, else the exit status to
+ * return: EXIT_OK after --help, EXIT_USAGE after saying what is wrong. */
 static int parse_options(doctor *d, int argc, char **argv)
 {
     enum { O_WWP = 256, O_WFP, O_WW, O_WF, O_LW, O_LF, O_AW, O_AF, O_TMO, O_PUB, O_SLOT, O_CONNECT, O_CONNECTOR };
