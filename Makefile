@@ -6,7 +6,7 @@
 PREFIX ?= /usr/local
 CC ?= cc
 BUILD ?= build
-PKGS := rocksdb rdkafka libcjson liburing libpq
+PKGS := rocksdb rdkafka libcjson liburing libpq libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE
@@ -33,7 +33,7 @@ TEST_SRCS := $(wildcard tests/unit/*.c)
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 DEB_PKGS := build-essential pkg-config librocksdb-dev librdkafka-dev libcjson-dev liburing-dev libjemalloc-dev libmicrohttpd-dev \
-	libcriterion-dev libpq-dev postgresql-15 postgresql-client-15 kcat curl jq maven openjdk-17-jdk-headless \
+	libcriterion-dev libpq-dev libcurl4-openssl-dev postgresql-15 postgresql-client-15 kcat curl jq maven openjdk-17-jdk-headless \
 	gnuplot-nox time python3 python3-venv clang libzstd-dev libsnappy-dev
 
 .PHONY: all lib deps test test-unit test-asan test-install test-status test-compat test-faults test-sanflags test-export test-e2e demo pipeline-demo install clean bench
@@ -140,6 +140,7 @@ test-export: all
 
 test-e2e: all
 	@if [ -f tests/e2e/run.sh ]; then bash tests/e2e/run.sh; else echo "end-to-end suite not present"; fi
+	@bash tests/e2e/doctor.sh
 
 # The build runs in a make started after `deps`: the pkg-config flags are
 # read when a make starts, and on a fresh machine they exist only once deps

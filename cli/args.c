@@ -38,6 +38,33 @@ int cli_parse_uint(const char *cmd, const char *flag, const char *value, uint64_
     return 0;
 }
 
+int cli_parse_size(const char *cmd, const char *flag, const char *value, uint64_t *out)
+{
+    /* PostgreSQL's units, which are powers of 1024 (kB, MB...), and the IEC
+     * names of the same; a bare number is bytes. */
+    static const struct { const char *unit; unsigned shift; } units[] = {
+        {"", 0},     {"B", 0},     {"k", 10},   {"kB", 10},  {"K", 10},   {"KB", 10},  {"KiB", 10},
+        {"M", 20},   {"MB", 20},   {"MiB", 20}, {"G", 30},   {"GB", 30},  {"GiB", 30}, {"T", 40},
+        {"TB", 40},  {"TiB", 40},
+    };
+    size_t digits = strspn(value, "0123456789");
+    char num[32];
+    uint64_t v;
+    if (digits && digits < sizeof num) {
+        memcpy(num, value, digits);
+        num[digits] = 0;
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+            if (strcmp(value + digits, units[i].unit)) continue;
+            if (cli_parse_uint(cmd, flag, num, 0, UINT64_MAX >> 1 >> units[i].shift, &v)) return EXIT_USAGE;
+            *out = v << units[i].shift;
+            return 0;
+        }
+    }
+    cli_printf_escaped(stderr, "cdcstore %s: %s %s: expected a size: a whole number of bytes, or followed by kB, MB, "
+                               "GB or TB (powers of 1024, as PostgreSQL's)", cmd, flag, value);
+    return EXIT_USAGE;
+}
+
 /* n hexadecimal digits (1 to 8) at s, up to end; -1 when not. */
 static int64_t hex32(const char *s, const char *end)
 {

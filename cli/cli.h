@@ -67,6 +67,10 @@ int cli_declare_columns(cdc_store_t *st, const char *cmd, char **decimals, size_
  * the command goes through it. */
 int cli_parse_uint(const char *cmd, const char *flag, const char *value, uint64_t min, uint64_t max,
                    uint64_t *out);
+/* Reads a size in bytes: a whole number, optionally followed by a unit of
+ * PostgreSQL's (kB, MB, GB, TB: powers of 1024) or its IEC name (KiB...);
+ * as cli_parse_uint otherwise. */
+int cli_parse_size(const char *cmd, const char *flag, const char *value, uint64_t *out);
 /* Reads an LSN, as a number or in PostgreSQL's X/Y form (two hexadecimal
  * numbers of at most 8 digits); as cli_parse_uint otherwise. */
 int cli_parse_lsn(const char *cmd, const char *flag, const char *value, uint64_t *out);
@@ -154,5 +158,6 @@ int cmd_ingest(int argc, char **argv);
 int cmd_hash(int argc, char **argv);
 int cmd_reconcile(int argc, char **argv);
 int cmd_status(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 #endif

@@ -870,6 +870,7 @@ static const char *main_usage =
     "  reconcile  compare a table with its PostgreSQL source and list every difference\n"
     "  stats      counters: events read, applied, stale, duplicates, tombstones, ...\n"
     "  status     positions, Kafka lag, the replica's age behind the source, counters\n"
+    "  doctor     OK/WARN/FAIL checks: slot, retained WAL, publication, connector, lag, age\n"
     "  dlq list   list dead letters (bad records with their reason and position)\n"
     "  gc         remove tombstones below a replay horizon (an LSN)\n"
     "  tables     list the replica's tables (and why one is stopped)\n"
@@ -912,6 +913,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "get")) return cmd_get(sub_argc, sub_argv);
     if (!strcmp(cmd, "stats")) return cmd_stats(sub_argc, sub_argv);
     if (!strcmp(cmd, "status")) return cmd_status(sub_argc, sub_argv);
+    if (!strcmp(cmd, "doctor")) return cmd_doctor(sub_argc, sub_argv);
     if (!strcmp(cmd, "dlq")) return cmd_dlq(sub_argc, sub_argv);
     if (!strcmp(cmd, "tables")) return cmd_tables(sub_argc, sub_argv);
     if (!strcmp(cmd, "gc")) return cmd_gc(sub_argc, sub_argv);

@@ -67,7 +67,8 @@ enum {
     CDC_ELOCKED = -5007,  /* the replica directory is in use by another process */
     CDC_ESTOPPED = -5008, /* a run stopped on the first bad record (--on-error stop) */
     CDC_EKAFKA = -5009,   /* Kafka client error */
-    CDC_ESOURCE = -5010,  /* source database error (reconciliation) */
+    CDC_ESOURCE = -5010,  /* source database error (reconciliation, source status) */
+    CDC_ECONNECT = -5011, /* Kafka Connect REST API unreachable or refusing */
 };
 
 /* A caller-owned error report.  code repeats the return value; msg is a
@@ -793,6 +794,96 @@ typedef struct cdc_reconcile_result {
 CDC_API int cdc_reconcile(const char *dir, const char *table, const char *conninfo,
                           const cdc_reconcile_options_t *opts, cdc_reconcile_result_t *res,
                           cdc_error_t *err);
+
+/* ---- The pipeline's health: source and Kafka Connect ---- */
+
+/* What `cdcstore doctor` asks the source database and Kafka Connect.  Both
+ * calls only read: the source's catalog views (pg_replication_slots,
+ * pg_publication_tables, the settings) and Connect's GET endpoints. */
+
+/* One logical replication slot, as pg_replication_slots shows it. */
+typedef struct cdc_source_slot {
+    char *name, *plugin, *database;
+    char *wal_status;          /* reserved, extended, unreserved or lost; "" when NULL */
+    int active;                /* 1: a walsender (the connector) is attached */
+    int64_t active_pid;        /* its process id, 0 when inactive */
+    int64_t retained_bytes;    /* pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn): the WAL
+                                * the slot keeps on disk; -1 when restart_lsn is NULL */
+    int64_t unconfirmed_bytes; /* the same from confirmed_flush_lsn: WAL the consumer has not
+                                * confirmed yet; -1 when NULL */
+    int64_t safe_wal_size;     /* bytes that may still be written before the slot is lost;
+                                * -1 when NULL (max_slot_wal_keep_size unlimited) */
+} cdc_source_slot_t;
+
+/* One publication and the tables it covers ("schema.table"; a FOR ALL
+ * TABLES publication lists every table it covers now). */
+typedef struct cdc_source_publication {
+    char *name;
+    int all_tables;
+    char **tables;
+    size_t ntables;
+} cdc_source_publication_t;
+
+typedef struct cdc_source_status {
+    char *who;                 /* the connection string without its password, for messages */
+    char *database;            /* current_database() */
+    char *server_version;      /* current_setting('server_version'): "15.10 (Debian ...)" */
+    int64_t max_slot_wal_keep_size; /* bytes; -1 unlimited */
+    cdc_source_slot_t *slots;  /* ordered by name */
+    size_t nslots;
+    cdc_source_publication_t *publications; /* the database's, ordered by name */
+    size_t npublications;
+} cdc_source_status_t;
+
+/* Connects to the source (conninfo: a libpq connection string or URI; the
+ * connection gives up after timeout_ms, 0: 5000, unless conninfo sets
+ * connect_timeout) and reads its replication state: the slot named slot, or
+ * with slot NULL every logical slot of the connected database, and every
+ * publication of the database.  A slot that does not exist is simply absent
+ * from the list.  Any role may call it: the views it reads are public.
+ * Ownership: *out is the caller's; free with cdc_source_status_free().
+ * Errors: CDC_EINVAL for NULL arguments, CDC_ESOURCE (cannot connect, a query
+ * failed; err names the source without its password and says why). */
+CDC_API int cdc_source_status(const char *conninfo, const char *slot, int timeout_ms, cdc_source_status_t **out,
+                              cdc_error_t *err);
+CDC_API void cdc_source_status_free(cdc_source_status_t *s);
+
+/* One task of a Kafka Connect connector. */
+typedef struct cdc_connect_task {
+    int id;
+    char *state;               /* RUNNING, PAUSED, FAILED, UNASSIGNED, RESTARTING */
+    char *worker_id;
+    char *trace;               /* the failure's stack trace, NULL when none */
+} cdc_connect_task_t;
+
+/* A connector as Kafka Connect's REST API shows it: GET /connectors/NAME
+ * (its configuration) and GET /connectors/NAME/status (its state and its
+ * tasks'). */
+typedef struct cdc_connect_status {
+    char *name;
+    char *state;               /* RUNNING, PAUSED, STOPPED, FAILED, UNASSIGNED, RESTARTING */
+    char *worker_id;
+    char *trace;               /* NULL when none */
+    cdc_connect_task_t *tasks;
+    size_t ntasks;
+    char **config_keys, **config_values; /* the stored configuration (secrets stay as
+                                          * Connect stores them, e.g. ${file:...}) */
+    size_t nconfig;
+} cdc_connect_status_t;
+
+/* Asks Kafka Connect at url ("http://host:8083") for connector's
+ * configuration and status, waiting at most timeout_ms (0: 5000) for each
+ * request.  Ownership: *out is the caller's; free with
+ * cdc_connect_status_free().  Errors: CDC_EINVAL for NULL arguments,
+ * CDC_ENOTFOUND when Connect has no such connector, CDC_ECONNECT when
+ * Connect does not answer, answers with another HTTP error or with a body
+ * that is not the JSON expected (err names the URL and the reason). */
+CDC_API int cdc_connect_status(const char *url, const char *connector, int timeout_ms, cdc_connect_status_t **out,
+                               cdc_error_t *err);
+/* The value of a configuration key of s, NULL when it is not set.
+ * Ownership: borrowed from s, valid until cdc_connect_status_free(s). */
+CDC_API const char *cdc_connect_config(const cdc_connect_status_t *s, const char *key);
+CDC_API void cdc_connect_status_free(cdc_connect_status_t *s);
 
 #ifdef __cplusplus
 }

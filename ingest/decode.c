@@ -1676,3 +1676,81 @@ int cdc__table_from_topic(const char *topic, char *out, size_t outsz)
     memcpy(out, schema, n + 1);
     return 0;
 }
+
+/* ---- Kafka Connect's answers (connect.c) ---- */
+
+/* Kafka Connect's REST answers are JSON too; they are read here so that
+ * cJSON stays behind this one file.  connect.c does the HTTP. */
+
+static char *dup_string(const cJSON *v)
+{
+    return cJSON_IsString(v) && v->valuestring ? cdc__strdup(v->valuestring) : NULL;
+}
+
+int cdc__connect_read_config(const char *body, size_t n, cdc_connect_status_t *out, cdc_error_t *err)
+{
+    size_t pos = 0;
+    cJSON *j = parse_json(body, n, &pos);
+    const cJSON *cfg = member(j, "config");
+    if (!j || !cJSON_IsObject(cfg)) {
+        cJSON_Delete(j);
+        return cdc__err(err, CDC_ECONNECT, "the connector's configuration is not the JSON object expected "
+                                           "(no \"config\" object; byte %zu)", pos);
+    }
+    if (!out->name) out->name = dup_string(member(j, "name"));
+    size_t k = (size_t)cJSON_GetArraySize(cfg);
+    out->config_keys = cdc__calloc(k, sizeof *out->config_keys);
+    out->config_values = cdc__calloc(k, sizeof *out->config_values);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cfg)
+    {
+        if (!it->string || !cJSON_IsString(it)) continue;
+        out->config_keys[out->nconfig] = cdc__strdup(it->string);
+        out->config_values[out->nconfig++] = cdc__strdup(it->valuestring);
+    }
+    cJSON_Delete(j);
+    return 0;
+}
+
+int cdc__connect_read_status(const char *body, size_t n, cdc_connect_status_t *out, cdc_error_t *err)
+{
+    size_t pos = 0;
+    cJSON *j = parse_json(body, n, &pos);
+    const cJSON *c = member(j, "connector"), *tasks = member(j, "tasks");
+    if (!j || !cJSON_IsObject(c) || !cJSON_IsString(member(c, "state"))) {
+        cJSON_Delete(j);
+        return cdc__err(err, CDC_ECONNECT, "the connector's status is not the JSON object expected "
+                                           "(no \"connector\".\"state\"; byte %zu)", pos);
+    }
+    if (!out->name) out->name = dup_string(member(j, "name"));
+    out->state = dup_string(member(c, "state"));
+    out->worker_id = dup_string(member(c, "worker_id"));
+    out->trace = dup_string(member(c, "trace"));
+    size_t k = cJSON_IsArray(tasks) ? (size_t)cJSON_GetArraySize(tasks) : 0;
+    out->tasks = cdc__calloc(k, sizeof *out->tasks);
+    const cJSON *t;
+    if (k)
+        cJSON_ArrayForEach(t, tasks)
+        {
+            if (!cJSON_IsObject(t)) continue;
+            cdc_connect_task_t *o = &out->tasks[out->ntasks++];
+            const cJSON *id = member(t, "id");
+            o->id = cJSON_IsNumber(id) ? id->valueint : (int)out->ntasks - 1;
+            o->state = dup_string(member(t, "state"));
+            if (!o->state) o->state = cdc__strdup("UNKNOWN");
+            o->worker_id = dup_string(member(t, "worker_id"));
+            o->trace = dup_string(member(t, "trace"));
+        }
+    cJSON_Delete(j);
+    return 0;
+}
+
+void cdc__connect_read_error(const char *body, size_t n, char *msg, size_t size)
+{
+    size_t pos = 0;
+    cJSON *j = n ? parse_json(body, n, &pos) : NULL;
+    const cJSON *m = member(j, "message");
+    if (cJSON_IsString(m)) snprintf(msg, size, "%s", m->valuestring);
+    else snprintf(msg, size, "%.*s", (int)(n > 200 ? 200 : n), body ? body : "");
+    cJSON_Delete(j);
+}

@@ -3,7 +3,9 @@
  * filesrc.c; the Kafka consumer, kafka.c) read records; the decoder
  * (decode.c) turns one Debezium record into a cdc__event; batch.c decodes a
  * batch of records in parallel and hands it to the store
- * (cdc__store_apply_events, store/internal.h).  Nothing below ingest/ sees
+ * (cdc__store_apply_events, store/internal.h).  connect.c asks Kafka
+ * Connect's REST API about a connector (libcurl), whose JSON answers the
+ * decoder reads (cJSON stays in decode.c).  Nothing below ingest/ sees
  * these declarations.
  */
 #ifndef CDC_INGEST_H
@@ -29,6 +31,18 @@ int cdc__decode_record(const cdc_record_t *rec, cdc__scale_fn scale, void *scale
 /* Maps a Debezium topic "prefix.schema.table" to "schema.table" in out
  * (size outsz).  0 ok, -1 when the topic does not have three parts. */
 int cdc__table_from_topic(const char *topic, char *out, size_t outsz);
+
+/* ---- Kafka Connect's answers (decode.c, for connect.c) ---- */
+
+/* Reads the body of GET /connectors/NAME (its "config" object) / of GET
+ * /connectors/NAME/status (the connector's and its tasks' states) into
+ * out, which may already hold the other half.  0, or CDC_ECONNECT when the
+ * body is not the JSON object expected (err says what is missing). */
+int cdc__connect_read_config(const char *body, size_t n, cdc_connect_status_t *out, cdc_error_t *err);
+int cdc__connect_read_status(const char *body, size_t n, cdc_connect_status_t *out, cdc_error_t *err);
+/* The "message" of Connect's error body ({"error_code":404,"message":...}),
+ * else the body's first 200 bytes, into msg. */
+void cdc__connect_read_error(const char *body, size_t n, char *msg, size_t size);
 
 /* ---- Batches (batch.c) ---- */
 

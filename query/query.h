@@ -234,4 +234,32 @@ int cdc__sql_range(cdc__buf *b, const cdc__srckey *keys, size_t nkey, const cdc_
 int cdc__sql_bucket(cdc__buf *b, const cdc__srckey *keys, size_t nkey, int64_t width,
                     const cdc__buf *bounds, size_t nbounds);
 
+/* ---- Plain queries to the source (reconcile.c, the libpq door) ---- */
+
+/* A connection to the source for a few queries whose rows are read as text.
+ * Messages name the source by its connection string without the password
+ * and mask any password text libpq echoes (as reconcile's do). */
+typedef struct cdc__pg cdc__pg;
+
+/* The rows of one query: v[row * ncols + col], NULL for SQL NULL. */
+typedef struct cdc__pgrows {
+    size_t nrows, ncols;
+    char **v;
+} cdc__pgrows;
+
+/* Connects (application_name app; gives up after timeout_ms, 0: 5000,
+ * unless conninfo sets connect_timeout).  0 with *out set, or CDC_ESOURCE
+ * with err saying why. */
+int cdc__pg_connect(const char *conninfo, const char *app, int timeout_ms, cdc__pg **out, cdc_error_t *err);
+/* The source as messages name it: the connection string without password. */
+const char *cdc__pg_who(const cdc__pg *c);
+/* Runs sql with nparams text parameters ($1...; a NULL entry is SQL NULL).
+ * 0 with *out filled (free with cdc__pgrows_free), or CDC_ESOURCE with err
+ * naming what ("reading the slots") and the server's message. */
+int cdc__pg_rows(cdc__pg *c, const char *sql, int nparams, const char *const *params, const char *what,
+                 cdc__pgrows *out, cdc_error_t *err);
+void cdc__pgrows_free(cdc__pgrows *r);
+/* Closes the connection and frees c; accepts NULL. */
+void cdc__pg_close(cdc__pg *c);
+
 #endif

@@ -1,6 +1,9 @@
 /*
  * reconcile.c: compares a table of the replica with its PostgreSQL source
- * and lists every difference.  The only file that knows libpq.
+ * and lists every difference.  The only file that knows libpq: it also
+ * lends its connection, its masked messages and a plain query to the other
+ * files that ask the source something (cdc__pg_*, "Plain queries" at the
+ * end; source.c reads the replication state through them).
  *
  * How.  Both sides compute per key range a row count and a hash (digest.c,
  * ranges.c): the replica by scanning RocksDB, the source by one SQL query
@@ -1202,4 +1205,81 @@ done:
     free(x.password);
     cdc_store_close(x.st);
     return rc;
+}
+
+/* ---- Plain queries for other files ---- */
+
+/* A session made of the same parts as reconcile's (the password kept out of
+ * every message, the source named by its connection string without it), for
+ * files that only need a few queries and their rows as text. */
+struct cdc__pg {
+    ctx x;
+};
+
+static const cdc_reconcile_options_t pg_no_options;
+
+int cdc__pg_connect(const char *conninfo, const char *app, int timeout_ms, cdc__pg **out, cdc_error_t *err)
+{
+    *out = NULL;
+    cdc__pg *c = cdc__calloc(1, sizeof *c);
+    ctx *x = &c->x;
+    x->o = &pg_no_options;
+    x->err = err;
+    describe_source(x, conninfo);
+    /* connect_timeout first: a conninfo that sets its own wins, as the
+     * expanded dbname's settings come after it. */
+    char tmo[32];
+    int ms = timeout_ms > 0 ? timeout_ms : 5000;
+    snprintf(tmo, sizeof tmo, "%d", (ms + 999) / 1000);
+    const char *keys[] = {"connect_timeout", "application_name", "dbname", NULL};
+    const char *vals[] = {tmo, app, conninfo, NULL};
+    x->pg = PQconnectdbParams(keys, vals, 1);
+    if (PQstatus(x->pg) != CONNECTION_OK) {
+        int rc = src_fail(x, "cannot connect", NULL);
+        cdc__pg_close(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+const char *cdc__pg_who(const cdc__pg *c) { return c->x.who; }
+
+int cdc__pg_rows(cdc__pg *c, const char *sql, int nparams, const char *const *params, const char *what,
+                 cdc__pgrows *out, cdc_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    c->x.err = err;
+    PGresult *r = PQexecParams(c->x.pg, sql, nparams, NULL, params, NULL, NULL, 0);
+    ExecStatusType s = PQresultStatus(r);
+    if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
+        int rc = src_fail(&c->x, what, r);
+        PQclear(r);
+        return rc;
+    }
+    out->nrows = (size_t)PQntuples(r);
+    out->ncols = (size_t)PQnfields(r);
+    out->v = cdc__calloc(out->nrows * out->ncols + 1, sizeof *out->v);
+    for (size_t i = 0; i < out->nrows; i++)
+        for (size_t j = 0; j < out->ncols; j++)
+            if (!PQgetisnull(r, (int)i, (int)j)) out->v[i * out->ncols + j] = cdc__strdup(PQgetvalue(r, (int)i, (int)j));
+    PQclear(r);
+    return 0;
+}
+
+void cdc__pgrows_free(cdc__pgrows *r)
+{
+    if (!r->v) return;
+    for (size_t i = 0; i < r->nrows * r->ncols; i++) free(r->v[i]);
+    free(r->v);
+    memset(r, 0, sizeof *r);
+}
+
+void cdc__pg_close(cdc__pg *c)
+{
+    if (!c) return;
+    if (c->x.pg) PQfinish(c->x.pg);
+    free(c->x.who);
+    free(c->x.password);
+    free(c);
 }

@@ -84,6 +84,7 @@ const char *cdc_strerror(int code)
     case CDC_ESTOPPED: return "stopped on a bad record";
     case CDC_EKAFKA: return "Kafka error";
     case CDC_ESOURCE: return "source database error";
+    case CDC_ECONNECT: return "Kafka Connect error";
     default:
         if (code < 0 && code > -4096) return strerror(-code);
         return "unknown error";

@@ -151,6 +151,35 @@ check "dlq list: 1 dead letter" grep -qx '1 dead letter' "$T/err"
 run gc --db "$T/p" --horizon-lsn 1000
 check "gc: 1 tombstone removed ($(cat "$T/err"))" has ": 1 tombstone removed below"
 
+# ---- doctor: its arguments, and endpoints that do not answer ----
+run doctor
+check "doctor without --source: exit 2, the usage says why (got $rc)" \
+    bash -c "test $rc = 2 && grep -q -- '--source CONNINFO is required' '$T/err' && grep -q '^usage: cdcstore doctor' '$T/err'"
+run doctor --help
+check "doctor --help: exit 0, the usage on stdout (got $rc)" bash -c "test $rc = 0 && grep -q '^usage: cdcstore doctor' '$T/out'"
+run doctor --source "host=127.0.0.1 port=1" --connect http://127.0.0.1:1
+check "doctor --connect without --connector: exit 2 (got $rc)" \
+    bash -c "test $rc = 2 && grep -q -- '--connect URL and --connector NAME go together' '$T/err'"
+run doctor --source "host=127.0.0.1 port=1" --brokers 127.0.0.1:1
+check "doctor --brokers without --db: exit 2 (got $rc)" bash -c "test $rc = 2 && grep -q -- '--brokers needs --db' '$T/err'"
+bad_number --wal-warn-pct 101 doctor --source x --wal-warn-pct 101
+run doctor --source x --wal-warn 5XB
+check "doctor --wal-warn 5XB: exit 2, names the option and the value (got $rc)" \
+    bash -c "test $rc = 2 && grep -q -- '--wal-warn 5XB: expected a size' '$T/err'"
+run doctor --source x --lag-warn 10 --lag-fail 5
+check "doctor --lag-warn above --lag-fail: exit 2 (got $rc)" test "$rc" = 2
+run doctor --source "host=127.0.0.1 port=1 dbname=shop user=app password=hunter2" --db "$T/no-replica"
+check "doctor, a source that cannot be reached: a FAIL line naming it, exit 2 (got $rc: $(head -c 200 "$T/out"))" \
+    bash -c "test $rc = 2 && grep -q '^FAIL source user=app dbname=shop host=127.0.0.1 port=1: cannot connect' '$T/out'"
+check "doctor: the other checks still run (the missing replica is a FAIL line too)" \
+    grep -q "^FAIL replica $T/no-replica: cannot read it" "$T/out"
+check "doctor: no password in its output" bash -c "! grep -q hunter2 '$T/out' '$T/err'"
+check "doctor: one line per check (the libpq message's newlines joined)" test "$(wc -l <"$T/out")" = 2
+check "doctor: a summary on stderr" grep -q '^cdcstore doctor: FAIL: 2 checks, 0 OK, 0 WARN, 2 FAIL' "$T/err"
+run doctor --source "host=127.0.0.1 port=1 dbname=shop user=app" --json
+check "doctor --json, a source that cannot be reached: status FAIL, exit 2 (got $rc)" \
+    bash -c "test $rc = 2 && jq -e '.status == \"FAIL\" and .exit == 2 and .checks[0].check == \"source\"' '$T/out' >/dev/null"
+
 # ---- reconcile's summary (a throw-away PostgreSQL) ----
 if pg_start "$T/pg" 55497 2>"$T/pg.err"; then
     SRC="host=$PGHOST port=$PGPORT user=postgres dbname=postgres"
