@@ -358,6 +358,16 @@ metrics_during_load() {
     [[ -n $n && $n -gt 0 && $n == "$inf" ]] || { echo "latency histogram: count $n, +Inf bucket $inf"; return 1; }
     echo "cdcstore_applied_total $x -> $y in 3 s; $(metric_value "$b" cdcstore_records_per_second) records/s; $n latencies"
 }
+# status_latency: `cdcstore status` shows the p50/p99 of the last minute's
+# streamed changes that the running main ingest writes beside the replica.
+status_latency() {
+    local out=$WORK/status-lat-1.json
+    "$CDC" status --db "$R" --json >"$out" || { echo "status exited $?"; return 1; }
+    jq -e --argjson pid "$MAIN_PID" '.latency | .running and (.stale | not) and .pid == $pid and .samples > 0
+        and .p50_ms <= .p99_ms and .p99_ms <= .max_ms' "$out" >/dev/null ||
+        { echo "latency: $(jq -c .latency "$out")"; return 1; }
+    jq -r '.latency | "p50 \(.p50_ms) ms, p99 \(.p99_ms) ms, max \(.max_ms) ms over \(.samples) changes in \(.window_s) s"' "$out"
+}
 # status_with_brokers: `cdcstore status --brokers` against the running
 # ingest's replica, drained: every partition has a high watermark, its lag
 # is high - (offset + 1) and 0.
@@ -417,6 +427,7 @@ scenario1() {
     check "1 /metrics during the load" metrics_during_load
     check "1 latency window changegen load" gen_wait "$gen" "$WORK/gen-lat.out"
     check "1 latency window drained" wait_drained e2e_slot "$GROUP" "$P"
+    check "1 status: the running ingest's latency of the last minute" status_latency
     l1=$(wc -l <"$WORK/latency-main-$NSTART.txt")
     pct=$(percentiles "$WORK/latency-main-$NSTART.txt" $((l0 + 1)) "$l1")
     rate=$(gen_rate "$WORK/gen-lat.out")
