@@ -650,6 +650,17 @@ typedef struct cdc_kafka_options {
                                        * pending batch and returns 0 */
     void (*on_batch)(void *opaque, const cdc_kafka_batch_t *batch); /* may be NULL */
     void *on_batch_opaque;
+    /* > 0: the automatic purge.  Every purge_after_ms / 16 (at least every
+     * second) after a batch, each table's newest applied LSN is noted; once
+     * a note is purge_after_ms old, the table's purge horizon rises to it
+     * (never over a snapshot the replica has not seen complete) and RocksDB's
+     * own compactions remove the tombstones below it (cdc_store_purge with
+     * no_compact).  The promise it rests on: every change reaches the
+     * replica within purge_after_ms of its transaction's first write
+     * (Debezium's delay, the longest transaction, the consumer's lag and
+     * stops included); then no change still to come is older than what the
+     * replica had applied purge_after_ms ago.  0 (the default): off. */
+    int64_t purge_after_ms;
 } cdc_kafka_options_t;
 
 /* Creates the consumer for store st and subscribes to the topics.  The

@@ -77,13 +77,39 @@
  * before the cutoff is still to be delivered.  A derived horizon also
  * holds back from a snapshot still running (below).
  *
+ * ---- The automatic purge (cdc__store_purge_tick: ingest --purge-after) ----
+ *
+ * A running consumer holds the replica's lock, so `cdcstore gc` cannot run
+ * beside it; the consumer raises the horizons itself, between batches.  The
+ * horizon must be the oldest position any consumer may still replay into
+ * this replica: everything after its stored positions, whose LSNs it cannot
+ * know before it reads them, and, because a transaction is delivered at its
+ * commit, which may carry LSNs from long before.  So the rule is stated on
+ * time the replica can observe, with a bound D the operator gives (the
+ * peers' window, made sound): every change reaches the replica within D of
+ * its transaction's first write.  Every D/16 the tick notes each table's
+ * newest applied LSN (newest_lsn); a note taken at t0 <= now - D becomes the
+ * table's horizon.  Sound: the note L is the LSN of a change written before
+ * t0, so L <= the source's WAL end at t0; a change not yet applied now
+ * belongs to a transaction whose first write came after now - D >= t0 (else
+ * it would be here by the promise), so its LSN is above the WAL end at t0,
+ * hence above L.  Replays of what the replica already applied (a restart
+ * from its positions, --from-beginning) are older than its rows anyway.
+ * Notes live in memory, so a run shorter than D purges nothing, and a
+ * restart starts over: that errs on the side of keeping.  The purge is
+ * opt-in (off by default): D is a promise about the source and the
+ * pipeline that only the operator can make, and a wrong one refuses real
+ * changes; keeping tombstones costs only disk.  No compaction is forced:
+ * the horizon is written and published, and the filter acts in the
+ * compactions RocksDB runs anyway, so the consumer never stalls on a purge.
+ *
  * ---- Snapshots still running (hold_snapshots) ----
  *
  * A horizon (e, streamed, H) is above every snapshot read of epoch e: a
  * read still to come for a key the replica does not hold would be refused.
  * With hold_snapshots (on for derived horizons) a horizon is capped below
  * an epoch whose snapshot the replica has not seen complete (its last read
- * raises the floor to that epoch).
+ * raises the floor to that epoch).  The automatic purge holds back too.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -113,12 +139,16 @@ typedef struct purge_count {
     struct purge_count *next;
 } purge_count;
 
+typedef struct purge_sample purge_sample;
+
 struct cdc__purge {
     pthread_mutex_t mu;      /* guards cur only */
     purge_set *cur;          /* NULL: no rule, no filter */
     purge_count *counts;     /* every table's counter, freed with the state */
     rocksdb_options_t **opts;/* the families' options made here */
     size_t nopts;
+    purge_sample *samples;   /* the automatic purge's, oldest first (cdc__store_purge_tick) */
+    size_t nsamples;
 };
 
 /* What a factory makes filters for: "rows" (own NULL) or a table's family. */
@@ -257,9 +287,12 @@ cdc__purge *cdc__purge_new(void)
     return p;
 }
 
+static void samples_free(cdc__purge *p);
+
 void cdc__purge_free(cdc__purge *p)
 {
     if (!p) return;
+    samples_free(p);
     set_release(p->cur);
     for (size_t i = 0; i < p->nopts; i++) rocksdb_options_destroy(p->opts[i]);
     free(p->opts);
@@ -438,58 +471,32 @@ static void compact_table(cdc_store_t *st, cdc__table *t, int whole_rows)
     rocksdb_compactoptions_destroy(co);
 }
 
-int cdc_store_purge(cdc_store_t *st, const char *table, const cdc_gc_options_t *o, cdc_gc_result_t *res,
-                    cdc_error_t *err)
+/* The purge of tables sel[0..n) to horizons hs (LSNs; 0: none), in the
+ * order the head's "Who removes" requires: raised in memory, written
+ * (synced), published, then compacted unless no_compact (whole: the
+ * whole "rows" family rather than each table's range); the filter's counts
+ * are folded and written last. */
+static int purge_run(cdc_store_t *st, cdc__table **sel, const uint64_t *hs, size_t n, int no_compact, int whole,
+                     cdc_gc_result_t *r, cdc_error_t *err)
 {
-    cdc_gc_result_t r = {0};
-    if (res) *res = r;
-    if (!st || !o) return cdc__err(err, CDC_EINVAL, "cdc_store_purge: no store or no options");
-    if (st->read_only) return cdc__err(err, CDC_EINVAL, "%s: replica opened read-only", st->dir);
-    if (!o->horizon_lsn && o->older_than_ms <= 0)
-        return cdc__err(err, CDC_EINVAL, "cdc_store_purge: give a horizon LSN or an age (older_than_ms)");
-    if (st->broken) return cdc__err(err, CDC_EIO, "%s: an earlier write failed: reopen the replica", st->dir);
-    int64_t now = o->now_ms;
-    if (!now) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    }
-    cdc__table **sel = cdc__calloc(st->ntables ? st->ntables : 1, sizeof *sel);
-    size_t n = 0;
     int rc = 0;
-    if (table) {
-        cdc__table *t;
-        if ((rc = cdc__table_get(st, table, 0, &t, err)) == 0 && t->cf) sel[n++] = t;
-    } else {
-        for (size_t i = 0; i < st->ntables; i++)
-            if (st->tables[i]->cf) sel[n++] = st->tables[i];
-    }
     rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
     /* 1. each table's horizon, raised in memory */
-    for (size_t i = 0; i < n && rc == 0; i++) {
+    for (size_t i = 0; i < n; i++) {
         cdc__table *t = sel[i];
-        r.purged += cdc__purge_fold(t);
-        uint64_t h = o->horizon_lsn ? o->horizon_lsn : UINT64_MAX;
-        int hold = o->hold_snapshots;
-        if (o->older_than_ms > 0) {
-            uint64_t ht;
-            if ((rc = older_than_horizon(st, t, now - o->older_than_ms, &ht, err))) break;
-            if (ht < h) h = ht;
-            hold = 1;
-        }
-        if (hold) h = hold_snapshots(t, h);
-        if (!h || h == UINT64_MAX) continue;
-        cdc__version v = horizon_at(t, h);
+        r->purged += cdc__purge_fold(t);
+        if (!hs[i]) continue;
+        cdc__version v = horizon_at(t, hs[i]);
         if (!t->horizon_set || cdc__version_cmp(&v, &t->horizon) > 0) {
             t->horizon = v;
             t->horizon_set = 1;
             t->meta_dirty = 1;
-            r.tables++;
-            if (h > r.horizon_lsn) r.horizon_lsn = h;
+            r->tables++;
+            if (hs[i] > r->horizon_lsn) r->horizon_lsn = hs[i];
         }
     }
     /* 2. on disk, synced, before the filter may act on them */
-    if (rc == 0) {
+    if (r->tables) {
         for (size_t i = 0; i < n; i++) cdc__table_flush(st, sel[i], wb);
         char *e = NULL;
         rocksdb_write(st->db, st->wo_sync, wb, &e);
@@ -499,10 +506,11 @@ int cdc_store_purge(cdc_store_t *st, const char *table, const cdc_gc_options_t *
             free(e);
         }
     }
-    /* 3. published to the filter */
+    /* 3. published to the filter (the floors too: an apply that raised one
+     * wrote it, or the store is broken and nothing gets here) */
     if (rc == 0) cdc__purge_publish(st);
     /* 4. the compaction of the tables' rows, which removes what lies below */
-    if (rc == 0 && !o->no_compact && n) {
+    if (rc == 0 && !no_compact && n) {
         /* the memtables first, so that "before" holds every row on disk */
         rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
         rocksdb_flushoptions_set_wait(fo, 1);
@@ -515,22 +523,24 @@ int cdc_store_purge(cdc_store_t *st, const char *table, const cdc_gc_options_t *
             }
         }
         rocksdb_flushoptions_destroy(fo);
-        r.sst_bytes_before = families_bytes(st, sel, n);
-        int whole = !table, rows_done = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (sel[i]->id && whole) {
-                if (rows_done) continue;
-                rows_done = 1;
+        if (rc == 0) {
+            r->sst_bytes_before = families_bytes(st, sel, n);
+            int rows_done = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (sel[i]->id && whole) {
+                    if (rows_done) continue;
+                    rows_done = 1;
+                }
+                compact_table(st, sel[i], whole);
             }
-            compact_table(st, sel[i], whole);
+            r->sst_bytes_after = families_bytes(st, sel, n);
         }
-        r.sst_bytes_after = families_bytes(st, sel, n);
     }
     /* 5. the filter's counts, into the counters */
     if (rc == 0) {
         rocksdb_writebatch_clear(wb);
         for (size_t i = 0; i < n; i++) {
-            r.purged += cdc__purge_fold(sel[i]);
+            r->purged += cdc__purge_fold(sel[i]);
             cdc__table_flush(st, sel[i], wb);
         }
         char *e = NULL;
@@ -542,7 +552,137 @@ int cdc_store_purge(cdc_store_t *st, const char *table, const cdc_gc_options_t *
         }
     }
     rocksdb_writebatch_destroy(wb);
+    return rc;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int purge_check(cdc_store_t *st, const char *who, cdc_error_t *err)
+{
+    if (!st) return cdc__err(err, CDC_EINVAL, "%s: no store", who);
+    if (st->read_only) return cdc__err(err, CDC_EINVAL, "%s: replica opened read-only", st->dir);
+    if (st->broken) return cdc__err(err, CDC_EIO, "%s: an earlier write failed: reopen the replica", st->dir);
+    return 0;
+}
+
+int cdc_store_purge(cdc_store_t *st, const char *table, const cdc_gc_options_t *o, cdc_gc_result_t *res,
+                    cdc_error_t *err)
+{
+    cdc_gc_result_t r = {0};
+    if (res) *res = r;
+    int rc = purge_check(st, "cdc_store_purge", err);
+    if (rc) return rc;
+    if (!o || (!o->horizon_lsn && o->older_than_ms <= 0))
+        return cdc__err(err, CDC_EINVAL, "cdc_store_purge: give a horizon LSN or an age (older_than_ms)");
+    int64_t now = o->now_ms ? o->now_ms : wall_ms();
+    cdc__table **sel = cdc__calloc(st->ntables ? st->ntables : 1, sizeof *sel);
+    uint64_t *hs = cdc__calloc(st->ntables ? st->ntables : 1, sizeof *hs);
+    size_t n = 0;
+    if (table) {
+        cdc__table *t;
+        if ((rc = cdc__table_get(st, table, 0, &t, err)) == 0 && t->cf) sel[n++] = t;
+    } else {
+        for (size_t i = 0; i < st->ntables; i++)
+            if (st->tables[i]->cf) sel[n++] = st->tables[i];
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        uint64_t h = o->horizon_lsn ? o->horizon_lsn : UINT64_MAX;
+        int hold = o->hold_snapshots;
+        if (o->older_than_ms > 0) {
+            uint64_t ht;
+            if ((rc = older_than_horizon(st, sel[i], now - o->older_than_ms, &ht, err))) break;
+            if (ht < h) h = ht;
+            hold = 1;
+        }
+        if (hold) h = hold_snapshots(sel[i], h);
+        hs[i] = h == UINT64_MAX ? 0 : h;
+    }
+    if (rc == 0) rc = purge_run(st, sel, hs, n, o->no_compact, !table, &r, err);
     free(sel);
+    free(hs);
+    if (res) *res = r;
+    return rc;
+}
+
+/* ---- The automatic purge (cdc__store_purge_tick) ---- */
+
+/* What the table of index i had applied at time at_ms: its newest LSN. */
+typedef struct purge_sample {
+    int64_t at_ms;
+    uint64_t *lsn;           /* per table index, n of them */
+    size_t n;
+} purge_sample;
+
+#define PURGE_SAMPLES 17     /* one every after/16: the horizon lags by at most 1/16 more */
+
+static void sample_free(purge_sample *s)
+{
+    free(s->lsn);
+    memset(s, 0, sizeof *s);
+}
+
+static void samples_free(cdc__purge *p)
+{
+    for (size_t i = 0; i < p->nsamples; i++) sample_free(&p->samples[i]);
+    free(p->samples);
+}
+
+int cdc__store_purge_tick(cdc_store_t *st, int64_t after_ms, int64_t now_ms, cdc_gc_result_t *res,
+                          cdc_error_t *err)
+{
+    cdc_gc_result_t r = {0};
+    if (res) *res = r;
+    int rc = purge_check(st, "cdc__store_purge_tick", err);
+    if (rc || after_ms <= 0) return rc;
+    cdc__purge *p = st->purge;
+    int64_t every = after_ms / (PURGE_SAMPLES - 1);
+    if (every < 1000) every = 1000;
+    if (!p->samples) p->samples = cdc__calloc(PURGE_SAMPLES, sizeof *p->samples);
+    /* 1. a sample, when the last one is old enough */
+    if (!p->nsamples || now_ms - p->samples[p->nsamples - 1].at_ms >= every) {
+        if (p->nsamples == PURGE_SAMPLES) { /* cannot happen while samples are used below; bounded anyway */
+            sample_free(&p->samples[0]);
+            memmove(p->samples, p->samples + 1, (PURGE_SAMPLES - 1) * sizeof *p->samples);
+            p->nsamples--;
+        }
+        purge_sample *s = &p->samples[p->nsamples++];
+        s->at_ms = now_ms;
+        s->n = st->ntables;
+        s->lsn = cdc__calloc(s->n ? s->n : 1, sizeof *s->lsn);
+        for (size_t i = 0; i < s->n; i++) s->lsn[i] = st->tables[i]->stats[CDC__ST_NEWEST_LSN];
+    }
+    /* 2. the newest sample at least after_ms old gives the horizons; the
+     * ones before it are no longer needed */
+    size_t use = p->nsamples;
+    for (size_t i = 0; i < p->nsamples; i++)
+        if (now_ms - p->samples[i].at_ms >= after_ms) use = i;
+    if (use == p->nsamples) return 0;
+    purge_sample s = p->samples[use];
+    for (size_t i = 0; i < use; i++) sample_free(&p->samples[i]);
+    p->nsamples -= use + 1;
+    memmove(p->samples, p->samples + use + 1, p->nsamples * sizeof *p->samples);
+    cdc__table **sel = cdc__calloc(s.n ? s.n : 1, sizeof *sel);
+    uint64_t *hs = cdc__calloc(s.n ? s.n : 1, sizeof *hs);
+    size_t n = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        cdc__table *t = st->tables[i];
+        if (!t->cf || !s.lsn[i]) continue;
+        sel[n] = t;
+        hs[n++] = hold_snapshots(t, s.lsn[i]);
+    }
+    rc = purge_run(st, sel, hs, n, 1, 0, &r, err);
+    if (rc == 0 && r.tables)
+        cdc__log(st, CDC_LOG_INFO, "gc", "purge horizon of %llu %s raised (up to LSN %llu): what was applied %lld s ago",
+                 (unsigned long long)r.tables, r.tables == 1 ? "table" : "tables", (unsigned long long)r.horizon_lsn,
+                 (long long)((now_ms - s.at_ms) / 1000));
+    free(sel);
+    free(hs);
+    sample_free(&s);
     if (res) *res = r;
     return rc;
 }

@@ -339,3 +339,66 @@ Test(gc, older_than_holds_back_from_a_running_snapshot)
     tu_rmrf(dir);
     free(dir);
 }
+
+/* ---- The automatic purge ---- */
+
+/* The tick notes each table's newest applied LSN every after/16 (at least
+ * every second) and raises the horizon to a note once it is `after` old,
+ * without compacting; RocksDB's own compaction then removes what lies
+ * below, and the close writes the count. */
+Test(gc, automatic_purge_follows_what_was_applied_a_while_ago)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    evs e = {0};
+    const int64_t after = 16000;
+    cdc_gc_result_t res;
+    cdc_error_t err = {0};
+    ev(&e, "c", 1, "a", 100, 100, NULL);
+    ev(&e, "c", 3, "a", 110, 110, NULL);
+    apply_clear(st, &e);
+    ev(&e, "d", 1, NULL, 200, 200, NULL);
+    ev(&e, "u", 3, "b", 210, 210, NULL);
+    apply_clear(st, &e);
+    cr_assert_eq(cdc__store_purge_tick(st, after, 0, &res, &err), 0, "%s", err.msg); /* note: 210 */
+    ev(&e, "c", 2, "a", 250, 250, NULL);
+    ev(&e, "d", 2, NULL, 300, 300, NULL);
+    apply_clear(st, &e);
+    cr_assert_eq(cdc__store_purge_tick(st, after, 500, &res, &err), 0, "%s", err.msg);
+    cr_assert_eq(cdc__store_purge_tick(st, after, 1000, &res, &err), 0, "%s", err.msg); /* note: 300 */
+    cr_assert_eq(cdc__store_purge_tick(st, after, 15999, &res, &err), 0, "%s", err.msg);
+    cr_assert_eq(res.tables, 0, "no note is %lld ms old yet", (long long)after);
+    cr_assert_eq(cdc__store_purge_tick(st, after, 16000, &res, &err), 0, "%s", err.msg);
+    cr_assert_eq(res.tables, 1);
+    cr_assert_eq(res.horizon_lsn, 210, "the note taken at 0");
+    cr_assert_eq(res.sst_bytes_before + res.sst_bytes_after, 0, "no compaction of its own");
+    cr_assert_eq(get_deleted(st, "[1]"), 1, "nothing removed before a compaction");
+
+    rocksdb_compact_range_cf(st->db, st->rows_cf, NULL, 0, NULL, 0);
+    cr_assert_eq(get_deleted(st, "[1]"), -1, "RocksDB's compaction removed the tombstone at 200");
+    cr_assert_eq(get_deleted(st, "[2]"), 1, "the tombstone at 300 is above the horizon");
+    ev(&e, "u", 1, "late", 205, 205, NULL);
+    cr_assert_eq(apply_clear(st, &e).stale, 1, "older than the horizon: stale");
+    ev(&e, "u", 1, "new", 400, 400, NULL);
+    cr_assert_eq(apply_clear(st, &e).applied, 1);
+
+    /* the note taken at 1000 (300) is next, 16 s later */
+    cr_assert_eq(cdc__store_purge_tick(st, after, 16999, &res, &err), 0, "%s", err.msg);
+    cr_assert_eq(res.tables, 0);
+    cr_assert_eq(cdc__store_purge_tick(st, after, 17000, &res, &err), 0, "%s", err.msg);
+    cr_assert_eq(res.horizon_lsn, 300);
+    cdc_store_close(st);
+
+    st = tu_open(dir);
+    cdc_stats_t s = stats(st);
+    cr_assert_eq(s.tombstones_purged, 1, "the filter's count, written at the close");
+    cr_assert_eq(s.rows_deleted, 1);
+    rocksdb_compact_range_cf(st->db, st->rows_cf, NULL, 0, NULL, 0);
+    cr_assert_eq(get_deleted(st, "[2]"), 1, "the tombstone at 300 is not below the horizon 300");
+    e.off = 100;
+    ev(&e, "c", 5, "late", 280, 280, NULL);
+    cr_assert_eq(apply_clear(st, &e).stale, 1, "the horizon 300 was kept: a key never seen, older than it, is stale");
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
