@@ -812,7 +812,8 @@ static int cmd_gc(int argc, char **argv)
     fprintf(stderr, "cdcstore gc: %llu %s removed", (unsigned long long)res.purged,
             cli_plural(res.purged, "tombstone", "tombstones"));
     if (res.horizon_lsn) fprintf(stderr, " below LSN %llu", (unsigned long long)res.horizon_lsn);
-    else if (h && !age) fprintf(stderr, " below LSN %llu (the horizon already stood there)", (unsigned long long)o.horizon_lsn);
+    else if (h && !age)
+        fprintf(stderr, " below LSN %llu (the horizon already stood there)", (unsigned long long)o.horizon_lsn);
     else fputs(" (no table's horizon rose: no tombstone old enough)", stderr);
     fprintf(stderr, "; table files: %llu bytes before, %llu after\n", (unsigned long long)res.sst_bytes_before,
             (unsigned long long)res.sst_bytes_after);

@@ -511,7 +511,9 @@ static int flush(cdc_kafka_t *k, cdc_error_t *err)
          * thread, the one that owns the store. */
         if (rc == 0 && k->purge_after_ms > 0) {
             rc = cdc__store_purge_tick(k->st, k->purge_after_ms, wall_ms(), NULL, err);
-            if (rc) klog(k, CDC_LOG_ERROR, "the automatic purge failed: %s", err && err->msg[0] ? err->msg : cdc_strerror(rc));
+            if (rc)
+                klog(k, CDC_LOG_ERROR, "the automatic purge failed: %s",
+                     err && err->msg[0] ? err->msg : cdc_strerror(rc));
         }
         if (k->on_batch) {
             cdc_kafka_batch_t bt = {.records = k->n, .result = &res, .apply_ms = apply_ms,

@@ -52,16 +52,17 @@
  * the store's thread folds it into the table's counters whenever it writes
  * them: every apply's commit, every purge (after the compaction returned)
  * and the close.  Limits, said plainly: a crash after a compaction and
- * before the next fold loses that compaction's count (the counter is low,
- * the data is right); a compaction given up after its filter ran (a close
- * during a background compaction) counts keys it did not remove, but the
- * close has folded before that and the count dies with the process; and an
- * automatic compaction that rewrites a tombstone below the horizon while a
- * newer version of the same key sits in a level it does not read removes a
- * version that no longer counted as a tombstone, so rows_deleted, floored at
- * 0, may read one low for such a key.  cdc_store_purge's own compaction
- * merges every level of the table's range, so what it removes counts
- * exactly.
+ * before the next fold loses that compaction's count, and so does a
+ * background compaction still running when the close folds (the counter
+ * is low, the data is right); a compaction that fails after its filter
+ * ran (an I/O error) counted keys it did not remove, which a later one
+ * counts again (high); and an automatic compaction that rewrites a
+ * tombstone below the horizon while a newer version of the same key sits in
+ * a level it does not read (or an apply is replacing it) removes a version
+ * that no longer counted as a tombstone, so rows_deleted, floored at 0, may
+ * read one low for such a key.  cdc_store_purge's own compaction merges
+ * every level of the table's range while no apply runs, so what it removes
+ * counts exactly.
  *
  * ---- Choosing the horizon from time (older_than_ms) ----
  *
@@ -677,7 +678,8 @@ int cdc__store_purge_tick(cdc_store_t *st, int64_t after_ms, int64_t now_ms, cdc
     }
     rc = purge_run(st, sel, hs, n, 1, 0, &r, err);
     if (rc == 0 && r.tables)
-        cdc__log(st, CDC_LOG_INFO, "gc", "purge horizon of %llu %s raised (up to LSN %llu): what was applied %lld s ago",
+        cdc__log(st, CDC_LOG_INFO, "gc",
+                 "purge horizon of %llu %s raised (up to LSN %llu): what was applied %lld s ago",
                  (unsigned long long)r.tables, r.tables == 1 ? "table" : "tables", (unsigned long long)r.horizon_lsn,
                  (long long)((now_ms - s.at_ms) / 1000));
     free(sel);

@@ -5,7 +5,9 @@
 # numeric option refuses a value that is not a number in its range, naming
 # the option and the value, with exit status 2; --version; get names a bad
 # key once; counts are singular or plural as English wants; the
-# shared --db/--table options of get, resume and tables; and, against a
+# shared --db/--table options of get, resume and tables; gc's --older-than
+# (a bad duration refused with exit 2; the horizon it derives purges the
+# old tombstone only, and a late older update stays stale); and, against a
 # throw-away PostgreSQL (skipped without one), reconcile's summary counts a
 # row whose column differs as "different" and says what the other counts
 # are.  Takes a few seconds.

@@ -36,8 +36,8 @@ static void ev(evs *e, const char *op, int id, const char *s, unsigned long long
     char *row = tu_fmt("{\"order_id\":%d,\"s\":\"%s\"}", id, s ? s : "");
     char *key = tu_fmt("{\"order_id\":%d}", id);
     int del = op[0] == 'd';
-    char *val = tu_fmt("{\"before\":%s,\"after\":%s,\"source\":{\"ts_ms\":%lld,\"snapshot\":\"%s\",\"schema\":\"public\","
-                       "\"table\":\"orders\",\"lsn\":%llu},\"op\":\"%s\",\"ts_ms\":%lld}",
+    char *val = tu_fmt("{\"before\":%s,\"after\":%s,\"source\":{\"ts_ms\":%lld,\"snapshot\":\"%s\","
+                       "\"schema\":\"public\",\"table\":\"orders\",\"lsn\":%llu},\"op\":\"%s\",\"ts_ms\":%lld}",
                        del ? key : "null", del ? "null" : row, ts, snap ? snap : "false", lsn, op, ts + 1);
     free(row);
     cr_assert(e->n < 64);
