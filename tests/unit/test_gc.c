@@ -10,6 +10,7 @@
  * below a snapshot still running.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -398,6 +399,89 @@ Test(gc, automatic_purge_follows_what_was_applied_a_while_ago)
     e.off = 100;
     ev(&e, "c", 5, "late", 280, 280, NULL);
     cr_assert_eq(apply_clear(st, &e).stale, 1, "the horizon 300 was kept: a key never seen, older than it, is stale");
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/* ---- The filter beside the apply ---- */
+
+/* A thread compacts the rows family over and over (RocksDB's background
+ * compactions, made frequent) while this thread applies batches and raises
+ * the horizon after each: the filter reads only the rule sets published,
+ * so the replica ends as the model says, every delete below the horizon is
+ * gone or still a tombstone, late older events stay stale, and, each key
+ * being deleted once and never written again, rows_deleted +
+ * tombstones_purged is the number of deletes. */
+typedef struct compactor {
+    cdc_store_t *st;
+    volatile int stop;
+    int rounds;
+} compactor;
+
+static void *compact_loop(void *arg)
+{
+    compactor *c = arg;
+    while (!c->stop) {
+        rocksdb_compact_range_cf(c->st->db, c->st->rows_cf, NULL, 0, NULL, 0);
+        c->rounds++;
+    }
+    return NULL;
+}
+
+#define ROUNDS 30
+#define PER 20
+
+Test(gc, the_filter_runs_beside_applies_and_publishes)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    compactor c = {.st = st};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, compact_loop, &c), 0);
+    evs e = {0};
+    cdc_error_t err = {0};
+    int deletes = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+        unsigned long long base = 1000 + (unsigned long long)r * 1000;
+        for (int k = 0; k < PER; k++) ev(&e, "c", r * PER + k, "v", base + (unsigned)k, (long long)base, NULL);
+        apply_clear(st, &e);
+        for (int k = 0; k < PER; k += 2, deletes++)
+            ev(&e, "d", r * PER + k, NULL, base + 500 + (unsigned)k, (long long)base, NULL);
+        apply_clear(st, &e);
+        /* everything of the round before this one lies below the horizon */
+        cdc_gc_options_t o = {.horizon_lsn = base, .no_compact = 1};
+        cdc_gc_result_t res;
+        cr_assert_eq(cdc_store_purge(st, TABLE, &o, &res, &err), 0, "%s", err.msg);
+    }
+    c.stop = 1;
+    pthread_join(th, NULL);
+    cr_assert_gt(c.rounds, 0);
+    /* the model: odd keys live */
+    char *v = tu_export(st, TABLE, 0);
+    size_t lines = 0;
+    for (const char *p = v; *p; p++) lines += *p == '\n';
+    cr_assert_eq(lines, 1 + ROUNDS * PER / 2, "header and %d live rows:\n%s", ROUNDS * PER / 2, v);
+    free(v);
+    for (int k = 0; k < ROUNDS * PER; k++) {
+        char key[32];
+        snprintf(key, sizeof key, "[%d]", k);
+        int d = get_deleted(st, key);
+        if (k % 2) cr_assert_eq(d, 0, "key %d is live", k);
+        else
+            cr_assert(d == 1 || (d == -1 && k < (ROUNDS - 1) * PER), "key %d: a tombstone, or purged below the horizon (%d)",
+                      k, d);
+    }
+    /* a late older update of a purged key stays stale */
+    e.off = 100000;
+    ev(&e, "u", 0, "late", 1100, 1100, NULL);
+    cr_assert_eq(apply_clear(st, &e).stale, 1);
+    cdc_store_close(st);
+    st = tu_open(dir);
+    cdc_stats_t s = stats(st);
+    cr_assert_eq(s.rows_live, ROUNDS * PER / 2);
+    cr_assert_eq(s.rows_deleted + s.tombstones_purged, (uint64_t)deletes, "%llu kept + %llu purged, %d deletes",
+                 (unsigned long long)s.rows_deleted, (unsigned long long)s.tombstones_purged, deletes);
     cdc_store_close(st);
     tu_rmrf(dir);
     free(dir);
