@@ -110,7 +110,10 @@
  * read still to come for a key the replica does not hold would be refused.
  * With hold_snapshots (on for derived horizons) a horizon is capped below
  * an epoch whose snapshot the replica has not seen complete (its last read
- * raises the floor to that epoch).  The automatic purge holds back too.
+ * raises the floor to that epoch; a truncate raises it too, so a truncate
+ * during a snapshot passes for its end).  A snapshot that never sends its
+ * last read keeps derived horizons below its epoch for good: that errs on
+ * the side of keeping.  The automatic purge holds back too.
  */
 #include <pthread.h>
 #include <stdlib.h>
