@@ -94,6 +94,33 @@ int cli_parse_lsn(const char *cmd, const char *flag, const char *value, uint64_t
     return 0;
 }
 
+int cli_parse_duration(const char *cmd, const char *flag, const char *value, int64_t *ms)
+{
+    static const struct {
+        char unit;
+        int64_t ms;
+    } units[] = {{'s', 1000}, {'m', 60 * 1000}, {'h', 3600 * 1000}, {'d', 86400 * 1000}};
+    size_t len = strlen(value), digits = strspn(value, "0123456789");
+    int64_t per = 0;
+    for (size_t i = 0; len == digits + 1 && i < sizeof units / sizeof *units; i++)
+        if (value[digits] == units[i].unit) per = units[i].ms;
+    uint64_t n = 0;
+    int over = 0;
+    for (size_t i = 0; i < digits && !over; i++) {
+        n = n * 10 + (uint64_t)(value[i] - '0');
+        over = n > (uint64_t)INT64_MAX / 86400000; /* no duration beyond 2^63 ms */
+    }
+    if (!digits || !per || over || n == 0) {
+        cli_printf_escaped(stderr,
+                           "cdcstore %s: %s %s: expected a duration: a whole number above 0 followed by s, m, h "
+                           "or d (30m, 12h, 7d)",
+                           cmd, flag, value);
+        return EXIT_USAGE;
+    }
+    *ms = (int64_t)n * per;
+    return 0;
+}
+
 /* ---- --db and --table ---- */
 
 int cli_db_table_options(int argc, char **argv, const char *usage, int nargs, const char **db,

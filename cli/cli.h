@@ -74,6 +74,9 @@ int cli_parse_size(const char *cmd, const char *flag, const char *value, uint64_
 /* Reads an LSN, as a number or in PostgreSQL's X/Y form (two hexadecimal
  * numbers of at most 8 digits); as cli_parse_uint otherwise. */
 int cli_parse_lsn(const char *cmd, const char *flag, const char *value, uint64_t *out);
+/* Reads a duration: a whole number above 0 and a unit, s, m, h or d
+ * ("30m", "12h", "7d"), into milliseconds; as cli_parse_uint otherwise. */
+int cli_parse_duration(const char *cmd, const char *flag, const char *value, int64_t *ms);
 /* The options of a command that takes only --db DIR, --table T (when table
  * is not NULL; without it --table is a usage error) and --help, followed by
  * exactly nargs operands, which start at argv[optind] afterwards.  --db and

@@ -58,7 +58,7 @@ static const char *ingest_usage =
     "                       [--group G] [--batch-max-events N] [--batch-max-ms MS] [--kafka-config FILE]\n"
     "                       [--from-beginning] [--on-error continue|stop] [--sync]\n"
     "                       [--decimal S.T.C=SCALE]... [--column-type S.T.C=TYPE]... [--latency-report FILE]\n"
-    "                       [--metrics-addr HOST:PORT]\n"
+    "                       [--metrics-addr HOST:PORT] [--purge-after DURATION]\n"
     "Consumes Debezium topics into the replica in DIR (created when absent) until\n"
     "SIGINT or SIGTERM, which finish the current batch.  Each batch is applied\n"
     "atomically with its Kafka positions; the positions stored in the replica, not\n"
@@ -89,6 +89,14 @@ static const char *ingest_usage =
     "  --column-type T.C=TYPE  the column's numbers are a time type (envelopes without a\n"
     "                          schema): timestamp (microseconds), timestamp-ms, date, time;\n"
     "                          or bytea (base64, binary.handling.mode=bytes)\n"
+    "  --purge-after DURATION  purge tombstones automatically (off by default): each\n"
+    "                          table's purge horizon follows, DURATION behind (30m,\n"
+    "                          12h, 7d), the LSN the replica had applied, and RocksDB's\n"
+    "                          compactions remove the tombstones below it; a purged\n"
+    "                          delete still blocks late older updates.  Give it only\n"
+    "                          when every change reaches the replica within DURATION\n"
+    "                          of its transaction's first write (connector delay,\n"
+    "                          longest transaction, consumer lag and stops included)\n"
     "  --sync                  fsync every batch\n"
     "  --latency-report FILE   write the end-to-end latency of every streamed change, in\n"
     "                          ms (apply time minus the event's source ts_ms), one a\n"
@@ -123,10 +131,11 @@ int cmd_ingest(int argc, char **argv)
                                  {"sync", 0, 0, 's'},
                                  {"latency-report", 1, 0, 'L'},
                                  {"metrics-addr", 1, 0, 'A'},
+                                 {"purge-after", 1, 0, 'P'},
                                  {"help", 0, 0, 'h'},
                                  {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "d:b:t:R:g:n:m:k:Be:D:T:sL:A:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:b:t:R:g:n:m:k:Be:D:T:sL:A:P:h", lo, NULL)) != -1) {
         switch (c) {
         case 'd': db = optarg; break;
         case 'b': ko.brokers = optarg; break;
@@ -157,6 +166,9 @@ int cmd_ingest(int argc, char **argv)
         case 's': ko.apply.sync = 1; break;
         case 'L': latency_path = optarg; break;
         case 'A': metrics_addr = optarg; break;
+        case 'P':
+            if ((status = cli_parse_duration("ingest", "--purge-after", optarg, &ko.purge_after_ms))) goto out;
+            break;
         case 'h': fputs(ingest_usage, stdout); goto out;
         default: fputs(ingest_usage, stderr); status = EXIT_USAGE; goto out;
         }

@@ -761,40 +761,62 @@ static int cmd_dlq(int argc, char **argv)
 
 static int cmd_gc(int argc, char **argv)
 {
-    const char *db = NULL, *table = NULL, *h = NULL;
-    static struct option lo[] = {{"db", 1, 0, 'd'}, {"table", 1, 0, 't'}, {"horizon-lsn", 1, 0, 'l'},
-                                 {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    const char *db = NULL, *table = NULL, *h = NULL, *age = NULL;
+    static struct option lo[] = {{"db", 1, 0, 'd'},          {"table", 1, 0, 't'}, {"horizon-lsn", 1, 0, 'l'},
+                                 {"older-than", 1, 0, 'o'}, {"help", 0, 0, 'h'},  {0, 0, 0, 0}};
     const char *usage =
-        "usage: cdcstore gc --db DIR [--table SCHEMA.TABLE] --horizon-lsn LSN\n"
+        "usage: cdcstore gc --db DIR [--table SCHEMA.TABLE] (--horizon-lsn LSN | --older-than DURATION)\n"
         "Removes tombstones (and rows hidden by a completed re-snapshot or a truncate)\n"
-        "whose version is below the replay horizon LSN: no event still to come may be\n"
-        "older than it (e.g. the source LSN of the oldest record the topic still keeps).\n"
-        "Events older than the horizon stay stale afterwards: a purged delete still\n"
-        "blocks a late older update.  LSN is a number or PostgreSQL's X/Y form.\n";
+        "whose version is below the table's replay horizon, and says how much disk\n"
+        "space the purge gave back.  The horizon is recorded first; events older than\n"
+        "it stay stale afterwards: a purged delete still blocks a late older update.\n"
+        "The removal is done by a compaction of the tables' rows, and from then on by\n"
+        "every compaction RocksDB runs.\n"
+        "  --horizon-lsn LSN      no event still to come is older than LSN (e.g. the\n"
+        "                         source LSN of the oldest record the topic still keeps);\n"
+        "                         a number or PostgreSQL's X/Y form\n"
+        "  --older-than DURATION  no change committed more than DURATION ago (30m, 12h,\n"
+        "                         7d) is still to come: each table's horizon lies just\n"
+        "                         above its newest tombstone older than that (by the\n"
+        "                         source ts_ms), and below every row it holds from after\n"
+        "                         it; a snapshot still running is never covered\n"
+        "With both, each table takes the lower horizon.\n";
     int c;
-    while ((c = getopt_long(argc, argv, "d:t:l:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:t:l:o:h", lo, NULL)) != -1) {
         if (c == 'd') db = optarg;
         else if (c == 't') table = optarg;
         else if (c == 'l') h = optarg;
+        else if (c == 'o') age = optarg;
         else if (c == 'h') { fputs(usage, stdout); return EXIT_OK; }
         else { fputs(usage, stderr); return EXIT_USAGE; }
     }
-    if (!db || !h) {
+    if (!db || (!h && !age) || optind != argc) {
         fputs(usage, stderr);
         return EXIT_USAGE;
     }
-    uint64_t lsn;
-    if (cli_parse_lsn("gc", "--horizon-lsn", h, &lsn)) return EXIT_USAGE;
+    cdc_gc_options_t o = {0};
+    if (h && cli_parse_lsn("gc", "--horizon-lsn", h, &o.horizon_lsn)) return EXIT_USAGE;
+    if (age && cli_parse_duration("gc", "--older-than", age, &o.older_than_ms)) return EXIT_USAGE;
+    if (h && !age && !o.horizon_lsn) {
+        fputs("cdcstore gc: nothing lies below LSN 0: 0 tombstones removed\n", stderr);
+        return EXIT_OK;
+    }
     cdc_store_t *st;
     int r = cli_open(db, 0, 0, &st, NULL);
     if (r) return r;
     cdc_error_t e = {0};
-    uint64_t purged = 0;
-    int rc = cdc_store_gc(st, table, lsn, &purged, &e);
+    cdc_gc_result_t res;
+    int rc = cdc_store_purge(st, table, &o, &res, &e);
     cdc_store_close(st);
     if (rc) return cli_fail(&e, rc);
-    fprintf(stderr, "cdcstore gc: %llu %s removed below LSN %llu\n", (unsigned long long)purged,
-            cli_plural(purged, "tombstone", "tombstones"), (unsigned long long)lsn);
+    fprintf(stderr, "cdcstore gc: %llu %s removed", (unsigned long long)res.purged,
+            cli_plural(res.purged, "tombstone", "tombstones"));
+    if (res.horizon_lsn) fprintf(stderr, " below LSN %llu", (unsigned long long)res.horizon_lsn);
+    else if (h && !age)
+        fprintf(stderr, " below LSN %llu (the horizon already stood there)", (unsigned long long)o.horizon_lsn);
+    else fputs(" (no table's horizon rose: no tombstone old enough)", stderr);
+    fprintf(stderr, "; table files: %llu bytes before, %llu after\n", (unsigned long long)res.sst_bytes_before,
+            (unsigned long long)res.sst_bytes_after);
     return EXIT_OK;
 }
 

@@ -463,7 +463,7 @@ CDC_API int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir
     XX(dead_letters, DEAD, 9, "records written to the dead-letter store")                               \
     XX(rows_live, LIVE, 10, "non-deleted rows (maintained on apply)")                                   \
     XX(rows_deleted, DELETED, 11, "tombstones kept")                                                    \
-    XX(tombstones_purged, PURGED, 14, "tombstones removed by cdc_store_gc()")                          \
+    XX(tombstones_purged, PURGED, 14, "tombstones removed below the purge horizon")                    \
     XX(wal_rollbacks, ROLLBACKS, 15, "opens that rolled back to the last consistent point (damaged log)") \
     XX(newest_ts_ms, NEWEST_TS, 16, "source ts_ms of the newest applied change (a maximum, not a count)") \
     XX(newest_lsn, NEWEST_LSN, 17, "source LSN of the newest applied change (a maximum, not a count)")  \
@@ -482,16 +482,69 @@ CDC_API int cdc_store_stats(cdc_store_t *st, const char *table, cdc_stats_t *out
 
 /* ---- Tombstone garbage collection ---- */
 
-/* Removes the tombstones of table (all tables when NULL) whose version is
- * below the replay horizon horizon_lsn, and the rows a version floor (a
- * completed re-snapshot, a truncate) already hides.  Choose a horizon that
- * no event still to be delivered can be older than: e.g. the source LSN of
- * the oldest record the topic's retention still keeps, or of the position
- * the replica has applied when no replay from an earlier position is
- * planned.  The horizon is recorded first, in the same write as the first
- * removals: an event older than it for a key the replica does not hold is
- * then stale, so a purged delete still blocks a late older update.
- * *purged (may be NULL) receives the number of keys removed.
+/* How cdc_store_purge() chooses each table's replay horizon, and whether it
+ * waits for the removal.  Give horizon_lsn, older_than_ms or both (each
+ * table then takes the lower of the two horizons). */
+typedef struct cdc_gc_options {
+    /* > 0: the replay horizon, a source LSN that no event still to be
+     * delivered is older than (see cdc_store_gc). */
+    uint64_t horizon_lsn;
+    /* > 0: derive each table's horizon from its rows: 1 + the highest LSN of
+     * a tombstone whose source ts_ms is older than now_ms - older_than_ms,
+     * capped at the lowest LSN of a row the table holds from at or after
+     * that time.  The promise is a window's: no change committed before it
+     * is still to be delivered.  store/gc.c's head says why a time cannot
+     * simply become an LSN.  Costs one read of the table (no write). */
+    int64_t older_than_ms;
+    int64_t now_ms;          /* the time older_than_ms counts back from; 0: the wall clock */
+    /* 1: record and publish the horizons only: RocksDB's own compactions
+     * remove the tombstones as they rewrite the files, and nothing waits
+     * (sst_bytes_* stay 0).  0: compact the tables' rows now. */
+    int no_compact;
+    /* 1: never let a horizon cover a snapshot the replica has not seen
+     * complete (its reads may still come, and would be refused): the horizon
+     * is lowered below that snapshot's epoch.  Always on with older_than_ms. */
+    int hold_snapshots;
+} cdc_gc_options_t;
+
+/* What cdc_store_purge() did. */
+typedef struct cdc_gc_result {
+    uint64_t purged;           /* keys removed from the tables named (tombstones and rows a
+                                * floor hid) since their counters were last written: the
+                                * compaction's removals and any background compaction's */
+    uint64_t tables;           /* tables whose horizon rose */
+    uint64_t horizon_lsn;      /* the highest horizon LSN recorded, 0 when none rose */
+    uint64_t sst_bytes_before; /* the SST bytes of the families compacted, before (memtables
+                                * flushed) and after the compaction: what it gave back */
+    uint64_t sst_bytes_after;
+} cdc_gc_result_t;
+
+/* Purges the tombstones of table (all tables when NULL) whose version lies
+ * below the table's replay horizon, and the rows a version floor (a
+ * completed re-snapshot, a truncate) already hides.  The horizon only
+ * rises; it is chosen by opts (cdc_gc_options_t) and written to the replica
+ * (a synced write) before anything is removed: from then on an event older
+ * than it, for a key the replica does not hold, is stale, so a purged delete
+ * still blocks a late older update.  The removal itself is done by a
+ * RocksDB compaction filter: the call compacts the tables' rows (unless
+ * opts->no_compact), and the filter keeps removing what falls below the
+ * horizon in every later compaction, with no scan of its own.  The
+ * tombstones_purged counter counts the removals (store/gc.c: "Counting"
+ * says when it may read low).  res may be NULL.
+ * Errors: CDC_EINVAL (no horizon given, replica opened read-only),
+ * CDC_ENOTFOUND for an unknown table, CDC_ECORRUPT, CDC_EIO.
+ * Thread-safety: not while an apply runs on the same store; RocksDB's
+ * compactions may run meanwhile (the filter reads only what this call
+ * published). */
+CDC_API int cdc_store_purge(cdc_store_t *st, const char *table, const cdc_gc_options_t *opts,
+                            cdc_gc_result_t *res, cdc_error_t *err);
+
+/* cdc_store_purge() with horizon_lsn only, compacting now.  Choose a horizon
+ * that no event still to be delivered can be older than: e.g. the source
+ * LSN of the oldest record the topic's retention still keeps, or of the
+ * position the replica has applied when no replay from an earlier position
+ * is planned.  *purged (may be NULL) receives the number of keys removed.
+ * horizon_lsn 0 does nothing.
  * Errors: CDC_ENOTFOUND for an unknown table, CDC_EIO.
  * Thread-safety: not while an apply runs on the same store. */
 CDC_API int cdc_store_gc(cdc_store_t *st, const char *table, uint64_t horizon_lsn, uint64_t *purged,
@@ -599,6 +652,17 @@ typedef struct cdc_kafka_options {
                                        * pending batch and returns 0 */
     void (*on_batch)(void *opaque, const cdc_kafka_batch_t *batch); /* may be NULL */
     void *on_batch_opaque;
+    /* > 0: the automatic purge.  Every purge_after_ms / 16 (at least every
+     * second) after a batch, each table's newest applied LSN is noted; once
+     * a note is purge_after_ms old, the table's purge horizon rises to it
+     * (never over a snapshot the replica has not seen complete) and RocksDB's
+     * own compactions remove the tombstones below it (cdc_store_purge with
+     * no_compact).  The promise it rests on: every change reaches the
+     * replica within purge_after_ms of its transaction's first write
+     * (Debezium's delay, the longest transaction, the consumer's lag and
+     * stops included); then no change still to come is older than what the
+     * replica had applied purge_after_ms ago.  0 (the default): off. */
+    int64_t purge_after_ms;
 } cdc_kafka_options_t;
 
 /* Creates the consumer for store st and subscribes to the topics.  The

@@ -111,6 +111,7 @@ struct cdc_kafka {
     volatile int *stop;
     void (*on_batch)(void *opaque, const cdc_kafka_batch_t *batch);
     void *on_batch_opaque;
+    int64_t purge_after_ms;
 
     /* The pending batch: messages stay owned until applied. */
     rd_kafka_message_t **msgs;
@@ -506,6 +507,14 @@ static int flush(cdc_kafka_t *k, cdc_error_t *err)
         k->stats.latency_p50_ms = percentile(k, 0.50);
         k->stats.latency_p99_ms = percentile(k, 0.99);
         k->stats.latency_max_ms = k->stats.latency_samples ? k->lat_max : -1;
+        /* The automatic purge raises horizons between batches, in this
+         * thread, the one that owns the store. */
+        if (rc == 0 && k->purge_after_ms > 0) {
+            rc = cdc__store_purge_tick(k->st, k->purge_after_ms, wall_ms(), NULL, err);
+            if (rc)
+                klog(k, CDC_LOG_ERROR, "the automatic purge failed: %s",
+                     err && err->msg[0] ? err->msg : cdc_strerror(rc));
+        }
         if (k->on_batch) {
             cdc_kafka_batch_t bt = {.records = k->n, .result = &res, .apply_ms = apply_ms,
                                     .latency_ms = k->lat, .nlatency = k->nlat, .run = &k->stats};
@@ -700,6 +709,7 @@ int cdc_kafka_open(cdc_store_t *st, const cdc_kafka_options_t *o, cdc_kafka_t **
         return cdc__err(err, CDC_EINVAL, "cdc_kafka_open: no topic to consume");
     for (size_t i = 0; o->topics && i < o->ntopics; i++)
         if (!o->topics[i] || !o->topics[i][0]) return cdc__err(err, CDC_EINVAL, "cdc_kafka_open: empty topic name");
+    if (o->purge_after_ms < 0) return cdc__err(err, CDC_EINVAL, "cdc_kafka_open: negative purge_after_ms");
     /* librdkafka takes a subscription that starts with "^" as a pattern,
      * matched against the cluster's topics at every metadata refresh; it
      * compiles it as a POSIX extended expression (regcomp).  Compiling it
@@ -737,6 +747,7 @@ int cdc_kafka_open(cdc_store_t *st, const cdc_kafka_options_t *o, cdc_kafka_t **
     k->stop = o->stop;
     k->on_batch = o->on_batch;
     k->on_batch_opaque = o->on_batch_opaque;
+    k->purge_after_ms = o->purge_after_ms;
     k->stats.lag = -1;
     k->stats.latency_p50_ms = k->stats.latency_p99_ms = k->stats.latency_max_ms = -1;
     k->hist = cdc__calloc(H_BUCKETS, sizeof *k->hist);

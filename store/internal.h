@@ -245,6 +245,19 @@ int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__even
                             const cdc_apply_options_t *opts, cdc_apply_result_t *res,
                             cdc_error_t *err);
 
+/* ---- The automatic purge (store/gc.c) ---- */
+
+/* Called by a source after each batch it applied, with the current time:
+ * when after_ms > 0, keeps a sample of each table's newest applied LSN
+ * every after_ms / 16 (at least every second) and, once a sample is
+ * after_ms old, raises each table's purge horizon to the LSN the sample
+ * holds (never over a snapshot still running), written and published
+ * without a compaction: RocksDB's own compactions remove the tombstones.
+ * gc.c's head says why that horizon is sound.  res (may be NULL) as
+ * cdc_store_purge's.  Cheap when nothing is due.  Errors: CDC_EIO. */
+int cdc__store_purge_tick(cdc_store_t *st, int64_t after_ms, int64_t now_ms, cdc_gc_result_t *res,
+                          cdc_error_t *err);
+
 /* ---- Stored values (store/codec.c) ---- */
 
 #define CDC__VALUE_FORMAT 1   /* values whose version has no commit order */

@@ -646,6 +646,7 @@ static int table_write(cdc_store_t *st, cdc__table *t, const rocksdb_writeoption
 
 void cdc__table_flush(cdc_store_t *st, cdc__table *t, rocksdb_writebatch_t *wb)
 {
+    cdc__purge_fold(t);
     if (t->stats_dirty) promote_bloom(st, t);
     cdc__buf k = {0}, v = {0};
     if (t->meta_dirty && t->name[0]) {
@@ -978,6 +979,11 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
             cfn[total++] = names[i];
     const rocksdb_options_t **cfo = cdc__calloc(total, sizeof *cfo);
     for (size_t i = 0; i < total; i++) cfo[i] = st->opts;
+    /* The families of rows purge tombstones as they compact (store/gc.c). */
+    st->purge = cdc__purge_new();
+    if (nfixed > 3) cfo[3] = cdc__purge_family_options(st->purge, st->opts, NULL);
+    for (size_t i = nfixed; i < total; i++)
+        cfo[i] = cdc__purge_family_options(st->purge, st->opts, cfn[i] + (strncmp(cfn[i], "t:", 2) == 0 ? 2 : 0));
     rocksdb_column_family_handle_t **h = cdc__calloc(total, sizeof *h);
     /* A write-ahead log damaged before its end (not merely cut short by a
      * kill) fails this open; the replica then rolls back to its last
@@ -1029,6 +1035,8 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
         h[i] = NULL;
     }
     for (size_t i = 0; i < st->ntables; i++) st->tables[i]->session_read = st->tables[i]->stats[CDC__ST_READ];
+    /* The floors and horizons just loaded are on disk: the filter may act on them. */
+    cdc__purge_publish(st);
     /* The next dead-letter id follows the last one stored. */
     rocksdb_iterator_t *it = rocksdb_create_iterator_cf(st->db, st->ro, st->dlq_cf);
     rocksdb_iter_seek_to_last(it);
@@ -1070,6 +1078,11 @@ done:
 void cdc_store_close(cdc_store_t *st)
 {
     if (!st) return;
+    /* What the purge's filter removed since the last write of the counters
+     * (store/gc.c: "Counting"). */
+    if (st->db && !st->read_only && !st->broken)
+        for (size_t i = 0; i < st->ntables; i++)
+            if (cdc__purge_fold(st->tables[i])) table_write(st, st->tables[i], st->wo, NULL);
     for (size_t i = 0; i < st->ntables; i++) table_free(st->tables[i]);
     free(st->tables);
     free(st->tabhash);
@@ -1090,6 +1103,7 @@ void cdc_store_close(cdc_store_t *st)
     if (st->ro) rocksdb_readoptions_destroy(st->ro);
     if (st->wo) rocksdb_writeoptions_destroy(st->wo);
     if (st->wo_sync) rocksdb_writeoptions_destroy(st->wo_sync);
+    cdc__purge_free(st->purge); /* after the close: compactions hold on to it */
     if (st->opts) rocksdb_options_destroy(st->opts);
     if (st->topts) rocksdb_block_based_options_destroy(st->topts);
     if (st->cache) rocksdb_cache_destroy(st->cache);

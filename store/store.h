@@ -73,6 +73,8 @@ typedef struct cdc__table {
     int meta_dirty, stats_dirty;
     uint64_t session_read;               /* stats[CDC__ST_READ] at open (0 for a new table) */
     int bloom;                           /* its family's memtable bloom was switched on (store.c) */
+    uint64_t *purge_pending;             /* removals the compaction filter counted, not yet in
+                                          * stats (store/gc.c); owned by st->purge */
 } cdc__table;
 
 /* ---- A table's rows in its family ----
@@ -134,6 +136,24 @@ typedef struct cdc__scale {
     int scale;
 } cdc__scale;
 
+/* ---- The purge's compaction filter (store/gc.c) ---- */
+
+typedef struct cdc__purge cdc__purge;
+
+cdc__purge *cdc__purge_new(void);
+/* Frees the state; after rocksdb_close (filters hold on to it until then). */
+void cdc__purge_free(cdc__purge *p);
+/* Options for a family of table rows: a copy of base with the filter, for
+ * "rows" (own_table NULL) or for own_table's own family.  p keeps them. */
+const rocksdb_options_t *cdc__purge_family_options(cdc__purge *p, const rocksdb_options_t *base,
+                                                    const char *own_table);
+/* Hands every table's floor and horizon to the filter.  Call only when both
+ * are on disk as they are in memory (gc.c's head: "Who removes"). */
+void cdc__purge_publish(cdc_store_t *st);
+/* Moves the removals the filter counted for t into its counters (marking
+ * them dirty); returns how many. */
+uint64_t cdc__purge_fold(cdc__table *t);
+
 struct cdc_store {
     char *dir;
     rocksdb_t *db;
@@ -150,6 +170,7 @@ struct cdc_store {
     int read_only;
     uint64_t min_free;                   /* bytes that must stay free (cdc_open_options_t) */
     int broken;                          /* a write failed: in-memory state is not trusted */
+    cdc__purge *purge;                   /* the compaction filter's rules and counts (gc.c) */
     cdc__table **tables;
     size_t ntables;
     uint32_t *tabhash;                   /* open addressing over tables by name: index + 1, 0 empty */

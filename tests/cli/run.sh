@@ -5,7 +5,9 @@
 # numeric option refuses a value that is not a number in its range, naming
 # the option and the value, with exit status 2; --version; get names a bad
 # key once; counts are singular or plural as English wants; the
-# shared --db/--table options of get, resume and tables; and, against a
+# shared --db/--table options of get, resume and tables; gc's --older-than
+# (a bad duration refused with exit 2; the horizon it derives purges the
+# old tombstone only, and a late older update stays stale); and, against a
 # throw-away PostgreSQL (skipped without one), reconcile's summary counts a
 # row whose column differs as "different" and says what the other counts
 # are.  Takes a few seconds.
@@ -104,6 +106,48 @@ run apply --db "$T/b1" --batch-size 1 --quiet "$EVENTS"
 check "apply --batch-size 1: accepted (got $rc)" test "$rc" = 0
 run gc --db "$T/b1" --horizon-lsn 0/A
 check "gc --horizon-lsn 0/A: accepted, LSN 10 ($(cat "$T/err"))" has "below LSN 10"
+for v in 7x 0d abc 12 -1h 1.5h; do
+    bad_number --older-than "$v" gc --db "$T/b1" --older-than "$v"
+done
+run gc --db "$T/b1"
+check "gc without --horizon-lsn or --older-than: exit 2 and the usage (got $rc)" \
+    bash -c "test $rc = 2 && grep -q -- '--older-than DURATION' '$T/err'"
+run gc --help
+check "gc --help: exit 0, names both ways to give the horizon" \
+    bash -c "test $rc = 0 && grep -q -- '--horizon-lsn LSN' '$T/out' && grep -q -- '--older-than DURATION' '$T/out'"
+
+# ---- gc --older-than: the horizon from the tombstones' source ts_ms ----
+# Key 1 was deleted long ago (1970), key 2 today: --older-than 1d purges the
+# first tombstone only, with the horizon just above it (LSN 21, below the
+# newer rows' LSN 30); a late update of key 1 older than the horizon stays
+# stale, a newer one inserts.
+now=$(($(date +%s) * 1000))
+ev() { # ev OFFSET KEY OP LSN TS
+    local after=null before=null
+    if [[ $3 == d ]]; then before="{\\\"id\\\":$2}"; else after="{\\\"id\\\":$2,\\\"v\\\":\\\"$3$4\\\"}"; fi
+    printf '{"topic":"shop.public.t","partition":0,"offset":%d,"key":"{\\"id\\":%d}","payload":"{\\"op\\":\\"%s\\",\\"before\\":%s,\\"after\\":%s,\\"source\\":{\\"lsn\\":%d,\\"ts_ms\\":%d},\\"ts_ms\\":%d}"}\n' \
+        "$1" "$2" "$3" "$before" "$after" "$4" "$5" "$5"
+}
+{ ev 1 1 c 10 1000; ev 2 1 d 20 2000; ev 3 2 c 30 "$now"; ev 4 2 d 40 "$now"; } >"$T/old.jsonl"
+run apply --db "$T/o" "$T/old.jsonl"
+check "gc --older-than: the input applies ($(head -c 300 "$T/err"))" test "$rc" = 0
+run gc --db "$T/o" --older-than 1d
+check "gc --older-than 1d: exit 0, 1 tombstone removed below LSN 21 ($(cat "$T/err"))" \
+    bash -c "test $rc = 0 && grep -q ': 1 tombstone removed below LSN 21; table files: ' '$T/err'"
+run get --db "$T/o" --table public.t '[1]'
+check "gc --older-than 1d: key 1's tombstone is gone (got $rc)" test "$rc" != 0
+run stats --db "$T/o" --table public.t
+check "gc --older-than 1d: tombstones_purged 1, rows_deleted 1" \
+    bash -c "grep -q 'tombstones_purged *1\$' '$T/out' && grep -q 'rows_deleted *1\$' '$T/out'"
+{ ev 5 1 u 15 3000; ev 6 3 c 50 "$now"; } >"$T/late.jsonl"
+run apply --db "$T/o" "$T/late.jsonl"
+run get --db "$T/o" --table public.t '[1]'
+check "gc --older-than 1d: a late update of key 1 below the horizon stays stale (got $rc)" test "$rc" != 0
+run get --db "$T/o" --table public.t '[3]'
+check "gc --older-than 1d: a newer insert applies ($(head -c 200 "$T/out"))" grep -q c50 "$T/out"
+run gc --db "$T/o" --older-than 1d
+check "gc --older-than 1d again: nothing more to remove ($(cat "$T/err"))" \
+    bash -c "test $rc = 0 && grep -q ': 0 tombstones removed' '$T/err'"
 
 # ---- --version ----
 run --version

@@ -35,6 +35,7 @@
 #include <librdkafka/rdkafka_mock.h>
 
 #include "testutil.h"
+#include "store.h"
 
 #define TOPIC "shop.public.orders"
 #define TABLE "public.orders"
@@ -880,6 +881,74 @@ Test(kafka, a_broker_outage_is_survived_and_logged_at_a_decreasing_rate)
     cdc_kafka_close(k);
     char *csv = tu_export(st, TABLE, 0);
     cr_assert_str_eq(csv, "order_id,status,amount\n1,new,1.00\n2,new,2.00\n");
+    free(csv);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    ctx_free(&c);
+    mock_stop(&m);
+}
+
+/* The automatic purge (purge_after_ms 1 s): a batch applied 1.2 s after
+ * another raises the horizon to what that one left applied (LSN 40), so a
+ * late update between the delete (20) and that horizon is refused once the
+ * tombstone is compacted away, and a newer change still applies. */
+Test(kafka, the_automatic_purge_raises_the_horizon_between_batches)
+{
+    mock m;
+    mock_start(&m, TOPIC, 1);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    run_ctx c;
+    ctx_init(&c, st, TOPIC, 1);
+    c.until_read = 4;
+    cdc_kafka_options_t o = kopts(&c, &m, "g-purge", 100, 50);
+    o.purge_after_ms = 1000;
+    cdc_kafka_t *k = kopen(st, &o);
+    produce(&m, TOPIC, 0, "{\"order_id\":1}",
+            "{\"op\":\"c\",\"after\":{\"order_id\":1,\"status\":\"new\",\"amount\":\"1.00\"},\"source\":{\"lsn\":10}}");
+    produce(&m, TOPIC, 0, "{\"order_id\":3}",
+            "{\"op\":\"c\",\"after\":{\"order_id\":3,\"status\":\"new\",\"amount\":\"3.00\"},\"source\":{\"lsn\":11}}");
+    produce(&m, TOPIC, 0, "{\"order_id\":1}",
+            "{\"op\":\"d\",\"before\":{\"order_id\":1},\"after\":null,\"source\":{\"lsn\":20}}");
+    produce(&m, TOPIC, 0, "{\"order_id\":3}",
+            "{\"op\":\"u\",\"after\":{\"order_id\":3,\"status\":\"paid\",\"amount\":\"3.00\"},\"source\":{\"lsn\":30}}");
+    produce_flush(&m);
+    cdc_error_t e = {0};
+    cr_assert_eq(run_for(k, &c, 30000, &e), 0, "run: %s", e.msg);
+    cr_assert(c.reached, "log:\n%s", c.log ? c.log : "");
+    usleep(1200 * 1000);
+    produce(&m, TOPIC, 0, "{\"order_id\":4}",
+            "{\"op\":\"c\",\"after\":{\"order_id\":4,\"status\":\"new\",\"amount\":\"4.00\"},\"source\":{\"lsn\":40}}");
+    produce_flush(&m);
+    c.until_read = 5;
+    c.reached = c.stop = 0;
+    cr_assert_eq(run_for(k, &c, 30000, &e), 0, "run: %s", e.msg);
+    cr_assert(c.reached, "log:\n%s", c.log ? c.log : "");
+    /* that batch's note (LSN 40) is the one a batch 1.2 s later uses */
+    usleep(1200 * 1000);
+    produce(&m, TOPIC, 0, "{\"order_id\":6}",
+            "{\"op\":\"c\",\"after\":{\"order_id\":6,\"status\":\"new\",\"amount\":\"6.00\"},\"source\":{\"lsn\":45}}");
+    produce_flush(&m);
+    c.until_read = 6;
+    c.reached = c.stop = 0;
+    cr_assert_eq(run_for(k, &c, 30000, &e), 0, "run: %s", e.msg);
+    cr_assert(c.reached, "log:\n%s", c.log ? c.log : "");
+    cdc_kafka_close(k);
+    /* RocksDB's compaction of the family, as it would run by itself */
+    rocksdb_compact_range_cf(st->db, st->rows_cf, NULL, 0, NULL, 0);
+    cdc_row_t row;
+    cr_assert_eq(cdc_store_get(st, TABLE, "[1]", &row, NULL), CDC_ENOTFOUND, "the tombstone at 20 is gone");
+    cdc_record_t late[2] = {
+        tu_rec(TOPIC, 0, 100, "{\"order_id\":1}",
+               "{\"op\":\"u\",\"after\":{\"order_id\":1,\"status\":\"late\",\"amount\":\"1.00\"},\"source\":{\"lsn\":35}}"),
+        tu_rec(TOPIC, 0, 101, "{\"order_id\":5}",
+               "{\"op\":\"c\",\"after\":{\"order_id\":5,\"status\":\"new\",\"amount\":\"5.00\"},\"source\":{\"lsn\":50}}")};
+    cdc_apply_result_t r = tu_apply(st, late, 2);
+    cr_assert_eq(r.stale, 1, "older than the horizon 40: stale");
+    cr_assert_eq(r.applied, 1);
+    char *csv = tu_export(st, TABLE, 0);
+    cr_assert_str_eq(csv, "order_id,status,amount\n3,paid,3.00\n4,new,4.00\n5,new,5.00\n6,new,6.00\n");
     free(csv);
     cdc_store_close(st);
     tu_rmrf(dir);
