@@ -337,6 +337,14 @@ THROUGHPUT_KEYS = ("Machine", "Workload", "Batches of", "Goals of issue 5", "Whe
                    "Export", "Chart", "What is timed")
 
 
+def order(key):
+    """Where a section goes: SECTION_KEYS' order, the batch tables after the workload."""
+    keys = list(SECTION_KEYS)
+    keys.insert(keys.index("Workload") + 1, "Batches of")
+    k = "Batches of" if key.startswith("Batches of") else key
+    return keys.index(k) if k in keys else len(keys)
+
+
 def section_key(heading):
     for k in SECTION_KEYS:
         if heading.startswith(k):
@@ -360,8 +368,8 @@ def sections(text):
 
 def merge(old, new, rows, started=None):
     """A partial run's report: its sections where it measured something, the old file's elsewhere
-    (hand-written notes in them included), in the old file's order; new sections go after the one
-    that precedes them in the new file."""
+    (hand-written notes in them included), in the old file's order; a section the old file lacks
+    goes after the last one that comes before it in SECTION_KEYS' order."""
     throughput = any(r.get("peer") in LABEL for r in rows)
     oldpre, olds = sections(old)
     pre, news = sections(new)
@@ -379,12 +387,13 @@ def merge(old, new, rows, started=None):
     fresh = {k: t for k, t in news if measured(k)}
     old_keys = [k for k, _ in olds]
     merged = [(k, fresh.get(k, t)) for k, t in olds]
-    for i, (k, t) in enumerate(news):
+    for k, t in news:
         if k in old_keys or k not in fresh:
             continue
         at = 0
-        for pk, _ in news[:i]:
-            at = max(at, next((j + 1 for j, (mk, _) in enumerate(merged) if mk == pk), 0))
+        for j, (mk, _) in enumerate(merged):
+            if order(mk) <= order(k):
+                at = j + 1
         merged.insert(at, (k, t))
         old_keys.append(k)
     # The commands: the old run's, then this one's when its commands file started afresh.

@@ -69,6 +69,9 @@ if [ "$STEPS" = "$ALL_STEPS" ] || [ ! -f "$RES" ]; then
     [ -f "$RES" ] && mv "$RES" "$RES.prev"
     : > "$RES"
     : > "$CMDS"
+    # A partial run without the last run's records: RESULTS.md keeps the other sections.
+    [ "$STEPS" = "$ALL_STEPS" ] ||
+        printf '# %s: again with BENCH_STEPS="%s"\n' "$(date -u '+%H:%M UTC')" "$STEPS" >> "$CMDS"
 else
     # A partial run redoes some steps of the last run: their old records go, the others stay.
     cp "$RES" "$RES.prev"
@@ -366,7 +369,7 @@ if [ -x "$CDC_SRC" ] && [ -f bench/latency.sh ]; then
               --repeat "${BENCH_LATENCY_REPEAT:-2}" --results "$(abspath "$RES")"
               --config "before: poll.interval.ms=500 ingest:--batch-max-ms=100 postgres:synchronous_commit=off"
               --config "recommended connector and ingest, source synchronous_commit=off: postgres:synchronous_commit=off"
-              --config "recommended (the stack's defaults):")
+              --config "recommended (stack defaults):")
     printf '%s\n' "env LAT_WORK=$(abspath "$OUT")/latency-work CDCSTORE=$(abspath "$CDC_SRC") bash bench/latency.sh ${LAT_ARGS[*]@Q}" >> "$CMDS"
     say "latency settings side by side: bench/latency.sh (stack ${STACK_DIR:-.stack}, PostgreSQL port ${STACK_PG_PORT:-55432})"
     rm -rf "$OUT/latency-work"
