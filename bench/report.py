@@ -13,6 +13,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 
@@ -269,11 +270,163 @@ plot {', '.join(plots)}
         r = subprocess.run([gp, script], capture_output=True, text=True)
     return None if r.returncode == 0 else f"gnuplot failed: {r.stderr.strip()[:300]}"
 
+LATENCY_GOAL_MS = 500
+
+
+def latency_settings(rows):
+    """The section of bench/latency.sh's runs: each configuration's end-to-end latency and stages."""
+    runs = [r for r in rows if r.get("peer") == "latency"]
+    if not runs:
+        return []
+
+    def st(d, k):
+        v = (d or {}).get(k)
+        return "–" if v is None else f"{v:,}"
+
+    out = ["## Latency settings side by side (`bench/latency.sh`)", "",
+           "PostgreSQL 15 → Debezium 3.6.1 (Kafka Connect 4.3) → Kafka 4.3 → `cdcstore ingest`, each "
+           "configuration on a fresh database, connector and topics, in turn (runs interleaved), under "
+           "changegen's steady load after a 10 s warm-up. End to end: apply time minus the change's "
+           "`source.ts_ms`, every streamed change of the window. Stages: commit → Debezium event is the "
+           "event's `ts_ms` minus `source.ts_ms`, event → Kafka append the record's timestamp (the topics "
+           "have `message.timestamp.type=LogAppendTime`: the broker's append time) minus `ts_ms`, both "
+           "over every orders record of the window; Kafka append → apply is cdcstore's per record "
+           "(`--kafka-latency-report`). Load: the 1-minute load average at the end of the window "
+           "(2 cores; above 2, other work shared them).", "",
+           "| configuration | run | changes/s | load | p50 | p99 | max | commit → event p50 / p99 | "
+           "event → Kafka p50 / p99 | Kafka → apply p50 / p99 |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in runs:
+        if r.get("status") != "ok":
+            out.append(f"| {r.get('config', '?')} | {r.get('run', '')} | failed | | | | | | | "
+                       f"{r.get('note', '')[:200]} |")
+            continue
+        a, b, c = r.get("commit_to_event"), r.get("event_to_kafka"), r.get("kafka_to_apply")
+        out.append(f"| {r['config']} | {r['run']} | {r['changes_per_s']:,} | {r['loadavg_1m']:.1f} | "
+                   f"{r['p50_ms']:,} ms | **{r['p99_ms']:,} ms** | {r['max_ms']:,} ms | "
+                   f"{st(a, 'p50')} / {st(a, 'p99')} ms | {st(b, 'p50')} / {st(b, 'p99')} ms | "
+                   f"{st(c, 'p50')} / {st(c, 'p99')} ms |")
+    out.append("")
+    seen = []
+    for r in runs:
+        if r.get("config") in seen:
+            continue
+        seen.append(r.get("config"))
+        mine = [x for x in runs if x.get("config") == r.get("config") and x.get("status") == "ok"]
+        settings = r.get("settings", "").strip() or "none: the stack's defaults"
+        cfg = r.get("connector") or {}
+        shown = ", ".join(f"{k}={v}" for k, v in cfg.items())
+        line = f"- {r.get('config')}: settings {settings}" + (f" (connector: {shown})" if shown else "")
+        if mine:
+            worst = max(x["p99_ms"] for x in mine)
+            rate = min(x["changes_per_s"] for x in mine)
+            ok = worst < LATENCY_GOAL_MS and rate >= 1000
+            line += (f"; worst p99 over {len(mine)} run{'s' if len(mine) > 1 else ''}: {worst:,} ms at "
+                     f"{rate:,} changes/s or more: **{'met' if ok else 'NOT met'}** (goal: p99 under "
+                     f"{LATENCY_GOAL_MS} ms at 1,000 changes/s)")
+        out.append(line)
+    out.append("")
+    return out
+
+
+SECTION_KEYS = ("Machine", "Workload", "Goals of issue 5", "Where cdcstore spends", "Reconcile",
+                "End-to-end latency through Kafka", "Latency settings", "Query shim", "A thousand tables",
+                "Export", "Chart", "What is timed", "Commands of this run", "Not measured")
+# The sections that the throughput steps (cdcstore limits sqlite postgres spark) write.
+THROUGHPUT_KEYS = ("Machine", "Workload", "Batches of", "Goals of issue 5", "Where cdcstore spends",
+                   "Export", "Chart", "What is timed")
+
+
+def order(key):
+    """Where a section goes: SECTION_KEYS' order, the batch tables after the workload."""
+    keys = list(SECTION_KEYS)
+    keys.insert(keys.index("Workload") + 1, "Batches of")
+    k = "Batches of" if key.startswith("Batches of") else key
+    return keys.index(k) if k in keys else len(keys)
+
+
+def section_key(heading):
+    for k in SECTION_KEYS:
+        if heading.startswith(k):
+            return k
+    return heading
+
+
+def sections(text):
+    """(preamble, [(key, text)]) of a RESULTS.md: one section per '## ' heading."""
+    pre, out, cur = [], [], None
+    for line in text.split("\n"):
+        if line.startswith("## "):
+            cur = [section_key(line[3:].strip()), [line]]
+            out.append(cur)
+        elif cur is None:
+            pre.append(line)
+        else:
+            cur[1].append(line)
+    return "\n".join(pre), [(k, "\n".join(v)) for k, v in out]
+
+
+def merge(old, new, rows, started=None):
+    """A partial run's report: its sections where it measured something, the old file's elsewhere
+    (hand-written notes in them included), in the old file's order; a section the old file lacks
+    goes after the last one that comes before it in SECTION_KEYS' order."""
+    throughput = any(r.get("peer") in LABEL for r in rows)
+    oldpre, olds = sections(old)
+    pre, news = sections(new)
+    # When the run began: the old file's start, as this partial run's results file began afresh.
+    m = re.search(r", run started (.*?)\. Do not edit", oldpre)
+    if m and started and "partly again" not in started:
+        pre = pre.replace(f", run started {started}.", f", run started {m.group(1)} (partly again from {started}).")
+
+    def measured(key):
+        if key == "Commands of this run" or key == "Not measured":
+            return True
+        if key in THROUGHPUT_KEYS or key.startswith("Batches of"):
+            return throughput
+        return True  # the other sections are only written when their step left records
+    fresh = {k: t for k, t in news if measured(k)}
+    old_keys = [k for k, _ in olds]
+    merged = [(k, fresh.get(k, t)) for k, t in olds]
+    for k, t in news:
+        if k in old_keys or k not in fresh:
+            continue
+        at = 0
+        for j, (mk, _) in enumerate(merged):
+            if order(mk) <= order(k):
+                at = j + 1
+        merged.insert(at, (k, t))
+        old_keys.append(k)
+    # The commands: the old run's, then this one's when its commands file started afresh.
+    oldc = dict(olds).get("Commands of this run")
+    newc = fresh.get("Commands of this run")
+    if oldc and newc:
+        body = lambda t: t.split("```")[1].strip("\n") if t.count("```") >= 2 else ""
+        ob, nb = body(oldc), body(newc)
+        if ob and ob.split("\n")[0] not in nb:
+            combined = newc.replace(nb, ob + "\n" + nb, 1)
+            merged = [(k, combined if k == "Commands of this run" else t) for k, t in merged]
+    # What was not measured: only what no section of the merged file shows.
+    have = {k for k, _ in merged}
+    gone = {"End-to-end latency through Kafka": "End-to-end latency through Kafka",
+            "Latency settings": "Latency settings", "Query shim": "Query shim",
+            "A thousand tables": "A thousand tables", "Reconcile": "Reconcile"}
+    out = []
+    for k, t in merged:
+        if k == "Not measured":
+            lines = [l for l in t.split("\n")
+                     if not any(l.startswith(f"- {v}") and g in have for g, v in gone.items())]
+            if not any(l.startswith("- ") for l in lines):
+                continue
+            t = "\n".join(lines)
+        out.append(t)
+    return pre + "\n" + "\n".join(out)
+
+
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--results", required=True)
-    p.add_argument("--meta", required=True)
+    p.add_argument("--meta", help="the generator's meta JSON (absent: no throughput step ran)")
     p.add_argument("--commands", required=True)
     p.add_argument("--batches", required=True, help="comma-separated batch sizes")
     p.add_argument("--out", required=True, help="RESULTS.md")
@@ -281,17 +434,21 @@ def main():
     p.add_argument("--workdir", required=True)
     p.add_argument("--started")
     p.add_argument("--profile", help="optional profile text of cdcstore to include")
+    p.add_argument("--merge", action="store_true",
+                   help="a partial run: keep the sections of the existing --out whose figures this run "
+                        "did not measure")
     a = p.parse_args()
     rows = load(a.results)
     batches = [int(b) for b in a.batches.split(",")]
-    with open(a.meta) as f:
-        meta = json.load(f)
+    meta = None
+    if a.meta and os.path.exists(a.meta):
+        with open(a.meta) as f:
+            meta = json.load(f)
     with open(a.commands) as f:
         commands = f.read().rstrip()
     m = machine()
     chart_err = chart(rows, batches, a.workdir, os.path.abspath(a.png))
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    c = meta["counts"]
     md = [
         "# Benchmark results",
         "",
@@ -306,21 +463,25 @@ def main():
         f"- OS: {m['os']}, kernel {m['kernel']}",
         load_line(rows),
         "",
-        "## Workload",
-        "",
-        f"- {meta['events']:,} Kafka records (kcat -J lines) over {meta['keys']:,} keys, note padded "
-        f"to {meta['row_width']} bytes, seed {meta['seed']}; final table {meta['final_rows']:,} rows.",
-        f"- Snapshot {c.get('r', 0):,} (op r); streamed updates {c.get('u', 0):,}, creates "
-        f"{c.get('c', 0):,}, deletes {c.get('d', 0):,}, primary-key changes "
-        f"{c.get('pk_change', 0):,}, tombstones {c.get('tombstone', 0):,}; re-delivered: "
-        f"{c.get('duplicate', 0):,} restart duplicates ({meta['dup_rate']:.0%}), {c.get('late', 0):,} "
-        f"late older events ({meta['late_rate']:.0%}; {c.get('late_after_delete', 0):,} of them "
-        f"after the key's delete).",
-        "- Every system starts from an empty target and applies the whole file in batches of N "
-        "lines; its final state is exported as PostgreSQL `COPY ... CSV HEADER` and compared byte "
-        "for byte with the generator's expected CSV before its figure counts.",
-        "",
     ]
+    if meta:
+        c = meta["counts"]
+        md += [
+            "## Workload",
+            "",
+            f"- {meta['events']:,} Kafka records (kcat -J lines) over {meta['keys']:,} keys, note padded "
+            f"to {meta['row_width']} bytes, seed {meta['seed']}; final table {meta['final_rows']:,} rows.",
+            f"- Snapshot {c.get('r', 0):,} (op r); streamed updates {c.get('u', 0):,}, creates "
+            f"{c.get('c', 0):,}, deletes {c.get('d', 0):,}, primary-key changes "
+            f"{c.get('pk_change', 0):,}, tombstones {c.get('tombstone', 0):,}; re-delivered: "
+            f"{c.get('duplicate', 0):,} restart duplicates ({meta['dup_rate']:.0%}), {c.get('late', 0):,} "
+            f"late older events ({meta['late_rate']:.0%}; {c.get('late_after_delete', 0):,} of them "
+            f"after the key's delete).",
+            "- Every system starts from an empty target and applies the whole file in batches of N "
+            "lines; its final state is exported as PostgreSQL `COPY ... CSV HEADER` and compared byte "
+            "for byte with the generator's expected CSV before its figure counts.",
+            "",
+        ]
     for b in batches:
         t, notes = table(rows, b)
         md += [f"## Batches of {b:,} events", "", t, ""]
@@ -361,6 +522,7 @@ def main():
         else:
             md += [f"- not measured: {r.get('verified', '')}; {r.get('note', '')}"]
         md += [""]
+    md += latency_settings(rows)
     qrows = [r for r in rows if r.get("peer") == "query"]
     if qrows:
         n = next((r.get("rows") for r in qrows if r.get("rows")), None)
@@ -507,6 +669,8 @@ def main():
     if not any(r.get("peer") == "e2e-latency" for r in rows):
         notyet.append("- End-to-end latency through Kafka: not run (BENCH_E2E=0, no tests/e2e/run.sh "
                       "or no cdcstore binary)")
+    if not any(r.get("peer") == "latency" for r in rows):
+        notyet.append("- Latency settings side by side: not run (BENCH_STEPS without latency)")
     if not any(r.get("peer") == "query" for r in rows):
         notyet.append("- Query shim on 10M rows: not run (BENCH_STEPS without query)")
     if not any(r.get("peer") == "tables" for r in rows):
@@ -515,8 +679,12 @@ def main():
         notyet.append("- Reconcile: not run (no verified cdcstore replica at batches of 10,000)")
     if notyet:
         md += ["## Not measured in this run", ""] + notyet + [""]
+    text = "\n".join(md)
+    if a.merge and os.path.exists(a.out):
+        with open(a.out) as f:
+            text = merge(f.read(), text, rows, a.started)
     with open(a.out, "w") as f:
-        f.write("\n".join(md))
+        f.write(text)
     print(f"wrote {a.out}" + (f" ({chart_err})" if chart_err else f" and {a.png}"))
 
 

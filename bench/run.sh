@@ -13,13 +13,20 @@
 #   BENCH_SPARK (1; 0 skips Spark + Delta, reported as missing)
 #   BENCH_SPARK_BUDGET (300: seconds of applying per batch size before Spark is stopped)
 #   BENCH_PG_PORT (55499)   BENCH_BUILD (1: run `make all` when build/cdcstore is missing)
-#   BENCH_STEPS ("cdcstore limits sqlite postgres spark e2e query tables": the parts to run; a subset
-#               keeps the last run's records of the other parts, so one part can be measured again)
+#   BENCH_STEPS ("cdcstore limits sqlite postgres spark e2e latency query tables": the parts to run;
+#               a subset keeps the last run's records of the other parts, so one part can be measured
+#               again, and the sections of bench/RESULTS.md that it does not measure)
 #   BENCH_TABLES ("200 1000": table counts of the tables step, issue 10)  BENCH_TABLES_REPEAT (3)
 #   BENCH_SYNC (1: also `cdcstore apply --sync`, fsync every batch, as PostgreSQL commits do)
 #   BENCH_E2E (1: end-to-end latency through Kafka with tests/e2e/run.sh scenario 1, when present)
 #   BENCH_E2E_PORT_BASE (57432: its PostgreSQL; Kafka, controller and Connect on the next three;
 #                        moved up by 10 while any of the four is taken)
+#   BENCH_LATENCY_RATE (1300: changegen statements/s, about 1,050 row changes/s)
+#   BENCH_LATENCY_SECS (45: the measured window)   BENCH_LATENCY_REPEAT (2: runs of each configuration)
+#   the latency step (bench/latency.sh: the connector and ingest settings side by side) runs on the
+#   stack that the STACK_* variables name (tests/stack/stack.sh's defaults when unset), started
+#   when not running and then stopped again; it deletes that stack's connectors and recreates
+#   its database
 #   BENCH_QUERY_ROWS (10000000: rows of the query shim's timings, tests/query/bench.sh: hash,
 #                     reconcile equal and with one changed row, export against COPY TO; Parquet
 #                     export against DuckDB's COPY TO, Delta export and its refresh after 1% changed
@@ -42,7 +49,7 @@ SPARK_BUDGET=${BENCH_SPARK_BUDGET:-300}
 PG_PORT=${BENCH_PG_PORT:-55499}
 BUILD=${BENCH_BUILD:-1}
 SYNC=${BENCH_SYNC:-1}
-STEPS=${BENCH_STEPS:-"cdcstore limits sqlite postgres spark e2e query tables"}   # keep the order of ALL_STEPS
+STEPS=${BENCH_STEPS:-"cdcstore limits sqlite postgres spark e2e latency query tables"}   # keep the order of ALL_STEPS
 E2E=${BENCH_E2E:-1}
 E2E_PORT_BASE=${BENCH_E2E_PORT_BASE:-57432}
 E2E_TIMEOUT=${BENCH_E2E_TIMEOUT:-1500}
@@ -57,11 +64,14 @@ DELTA_SPEC="delta-spark==4.4.0"   # pulls pyspark 4.2; its jars (delta-spark_4.2
 mkdir -p "$OUT/logs" "$OUT/scratch"
 RES="$OUT/results.jsonl"
 CMDS="$OUT/commands.txt"
-ALL_STEPS="cdcstore limits sqlite postgres spark e2e query tables"
+ALL_STEPS="cdcstore limits sqlite postgres spark e2e latency query tables"
 if [ "$STEPS" = "$ALL_STEPS" ] || [ ! -f "$RES" ]; then
     [ -f "$RES" ] && mv "$RES" "$RES.prev"
     : > "$RES"
     : > "$CMDS"
+    # A partial run without the last run's records: RESULTS.md keeps the other sections.
+    [ "$STEPS" = "$ALL_STEPS" ] ||
+        printf '# %s: again with BENCH_STEPS="%s"\n' "$(date -u '+%H:%M UTC')" "$STEPS" >> "$CMDS"
 else
     # A partial run redoes some steps of the last run: their old records go, the others stay.
     cp "$RES" "$RES.prev"
@@ -71,7 +81,8 @@ path, steps = sys.argv[1], sys.argv[2].split()
 owner = {"cdcstore": "cdcstore", "cdcstore-sync": "cdcstore", "decode-only-1t": "limits",
          "decode-only-2t": "limits", "rocksdb-raw": "limits", "sqlite-json1": "sqlite",
          "sqlite-python": "sqlite", "postgres": "postgres", "cdcstore-reconcile": "postgres",
-         "spark-delta": "spark", "e2e-latency": "e2e", "query": "query", "tables": "tables"}
+         "spark-delta": "spark", "e2e-latency": "e2e", "latency": "latency", "query": "query",
+         "tables": "tables"}
 rows = [l for l in open(path) if l.strip()]
 keep = [l for l in rows if owner.get(json.loads(l).get("peer")) not in steps]
 open(path, "w").write("".join(keep))
@@ -137,9 +148,17 @@ DATA="$OUT/data/e$EVENTS-k$KEYS-w$ROW_WIDTH-s$SEED"
 EV="$DATA/events.jsonl"
 EXP="$DATA/expected.csv"
 META="$DATA/meta.json"
-mkdir -p "$DATA"
 GEN_CMD=(python3 bench/gen.py --events "$EVENTS" --keys "$KEYS" --row-width "$ROW_WIDTH"
          --seed "$SEED" --out "$EV" --expected "$EXP" --meta "$META")
+# Only the throughput steps read the generated stream.
+NEED_DATA=0
+for s in cdcstore limits sqlite postgres spark; do
+    case " $STEPS " in *" $s "*) NEED_DATA=1 ;; esac
+done
+if [ "$NEED_DATA" = 0 ]; then
+    say "no throughput step: the event stream is not generated"
+else
+mkdir -p "$DATA"
 printf '%s\n' "${GEN_CMD[*]}" >> "$CMDS"
 if [ ! -s "$META" ] || [ bench/gen.py -nt "$META" ]; then
     say "generating $EVENTS events over $KEYS keys"
@@ -148,6 +167,7 @@ if [ ! -s "$META" ] || [ bench/gen.py -nt "$META" ]; then
 else
     say "reusing $EV"
 fi
+fi   # NEED_DATA
 
 # ---- builds ----
 make -s -f bench/bench.mk bench-tools BENCH_OUT="$OUT" > "$OUT/logs/tools.log" 2>&1 \
@@ -338,6 +358,39 @@ EOF
 fi
 fi   # e2e
 
+# ---- the latency settings side by side (bench/latency.sh) ----
+if want latency; then
+if [ -x "$CDC_SRC" ] && [ -f bench/latency.sh ]; then
+    # The stack before it was tuned for latency (Debezium's poll.interval.ms default, cdcstore
+    # ingest's former 100 ms batches, PostgreSQL with synchronous_commit=off), the recommended
+    # connector and ingest settings on such an asynchronously committing source, and the stack's
+    # defaults now (the recommendation whole).
+    LAT_ARGS=(--rate "${BENCH_LATENCY_RATE:-1300}" --seconds "${BENCH_LATENCY_SECS:-45}"
+              --repeat "${BENCH_LATENCY_REPEAT:-2}" --results "$(abspath "$RES")"
+              --config "before: poll.interval.ms=500 ingest:--batch-max-ms=100 postgres:synchronous_commit=off"
+              --config "recommended connector and ingest, source synchronous_commit=off: postgres:synchronous_commit=off"
+              --config "recommended (stack defaults):")
+    printf '%s\n' "env LAT_WORK=$(abspath "$OUT")/latency-work CDCSTORE=$(abspath "$CDC_SRC") bash bench/latency.sh ${LAT_ARGS[*]@Q}" >> "$CMDS"
+    say "latency settings side by side: bench/latency.sh (stack ${STACK_DIR:-.stack}, PostgreSQL port ${STACK_PG_PORT:-55432})"
+    rm -rf "$OUT/latency-work"
+    before=$(wc -l < "$RES")
+    env LAT_WORK="$(abspath "$OUT")/latency-work" CDCSTORE="$(abspath "$CDC_SRC")" \
+        timeout "${BENCH_LATENCY_TIMEOUT:-1800}" bash bench/latency.sh "${LAT_ARGS[@]}" > "$OUT/logs/latency.log" 2>&1
+    lat_rc=$?
+    tail -n 6 "$OUT/logs/latency.log" >&2
+    if [ "$(wc -l < "$RES")" -eq "$before" ]; then
+        python3 - "$RES" "$lat_rc" "$OUT/logs/latency.log" <<'EOF'
+import json, sys
+path, rc, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+tail = open(log, errors="replace").read().splitlines()[-5:]
+with open(path, "a") as f:
+    f.write(json.dumps({"peer": "latency", "batch": -1, "status": "failed", "config": "–",
+                        "note": f"exit {rc}: " + " | ".join(tail)[-400:]}) + "\n")
+EOF
+    fi
+fi
+fi   # latency
+
 # ---- the query shim on BENCH_QUERY_ROWS rows (issue 4's figures) ----
 if want query; then
 QROWS=${BENCH_QUERY_ROWS:-10000000}
@@ -388,7 +441,9 @@ if [ -z "$PROFILE_TXT" ] && ! want cdcstore && [ -s "$OUT/profile.txt" ]; then
     PROFILE_TXT="$OUT/profile.txt"
 fi
 printf '%s\n' "python3 bench/report.py ..." >> "$CMDS"
+MERGE=()
+[ "$STEPS" = "$ALL_STEPS" ] || MERGE=(--merge)   # a partial run keeps the sections it did not measure
 python3 bench/report.py --results "$RES" --meta "$META" --commands "$CMDS" \
     --batches "$(echo $BATCHES | tr ' ' ',')" --out "$RESULTS_MD" --png "$PNG" \
-    --workdir "$OUT" --started "$STARTED" ${PROFILE_TXT:+--profile "$PROFILE_TXT"}
+    --workdir "$OUT" --started "$STARTED" ${PROFILE_TXT:+--profile "$PROFILE_TXT"} "${MERGE[@]}"
 say "done: $RESULTS_MD"

@@ -31,6 +31,7 @@ static void on_signal(int sig)
 
 typedef struct ingest_ctx {
     FILE *latency;      /* --latency-report, or NULL */
+    FILE *klatency;     /* --kafka-latency-report, or NULL */
     cli_metrics *metrics; /* --metrics-addr, or NULL */
     cli_latwin *window; /* the last minute's latency, for cdcstore status */
     cdc_store_t *st;
@@ -48,9 +49,15 @@ static void on_batch(void *opaque, const cdc_kafka_batch_t *b)
     ingest_ctx *c = opaque;
     cli_metrics_update(c->metrics, c->st, b);
     cli_latwin_add(c->window, b->latency_ms, b->nlatency, wall_ms());
-    if (!c->latency) return;
-    for (size_t i = 0; i < b->nlatency; i++) fprintf(c->latency, "%lld\n", (long long)b->latency_ms[i]);
-    fflush(c->latency);
+    if (c->latency) {
+        for (size_t i = 0; i < b->nlatency; i++) fprintf(c->latency, "%lld\n", (long long)b->latency_ms[i]);
+        fflush(c->latency);
+    }
+    if (c->klatency) {
+        for (size_t i = 0; i < b->nkafka_latency; i++)
+            fprintf(c->klatency, "%lld\n", (long long)b->kafka_latency_ms[i]);
+        fflush(c->klatency);
+    }
 }
 
 static const char *ingest_usage =
@@ -58,7 +65,7 @@ static const char *ingest_usage =
     "                       [--group G] [--batch-max-events N] [--batch-max-ms MS] [--kafka-config FILE]\n"
     "                       [--from-beginning] [--on-error continue|stop] [--sync]\n"
     "                       [--decimal S.T.C=SCALE]... [--column-type S.T.C=TYPE]... [--latency-report FILE]\n"
-    "                       [--metrics-addr HOST:PORT] [--purge-after DURATION]\n"
+    "                       [--kafka-latency-report FILE] [--metrics-addr HOST:PORT] [--purge-after DURATION]\n"
     "Consumes Debezium topics into the replica in DIR (created when absent) until\n"
     "SIGINT or SIGTERM, which finish the current batch.  Each batch is applied\n"
     "atomically with its Kafka positions; the positions stored in the replica, not\n"
@@ -74,7 +81,8 @@ static const char *ingest_usage =
     "                          its own replica directory\n"
     "  --batch-max-events N    records per batch, 1 to 100000000 (default 10000)\n"
     "  --batch-max-ms MS       apply a batch at most MS after its first record, 1 to\n"
-    "                          3600000 (default 100)\n"
+    "                          3600000 (default 20; the end-to-end latency of a trickle\n"
+    "                          of changes includes up to this wait)\n"
     "  --kafka-config FILE     librdkafka properties, key=value lines, # comments\n"
     "                          (SASL/SSL settings and secrets belong here)\n"
     "  --from-beginning        read every partition from its first offset in this run\n"
@@ -102,12 +110,16 @@ static const char *ingest_usage =
     "                          ms (apply time minus the event's source ts_ms), one a\n"
     "                          line; snapshot reads have none (their ts_ms is when the\n"
     "                          snapshot ran, not when the row changed)\n"
+    "  --kafka-latency-report FILE  write, for every record, the time from its Kafka\n"
+    "                          timestamp to its apply, in ms, one a line: the last stage\n"
+    "                          of the latency (the broker's append time on a topic with\n"
+    "                          message.timestamp.type=LogAppendTime, else the producer's)\n"
     "Exit status: 0 stopped by a signal, 1 error, 2 usage, 3 dead letters were written,\n"
     "4 stopped at a bad record (--on-error stop).\n";
 
 int cmd_ingest(int argc, char **argv)
 {
-    const char *db = NULL, *latency_path = NULL, *metrics_addr = NULL;
+    const char *db = NULL, *latency_path = NULL, *klatency_path = NULL, *metrics_addr = NULL;
     cdc_kafka_options_t ko = {0};
     const char **topics = cli_calloc((size_t)argc + 1, sizeof *topics);
     char **decimals = cli_calloc((size_t)argc + 1, sizeof *decimals);
@@ -130,12 +142,13 @@ int cmd_ingest(int argc, char **argv)
                                  {"column-type", 1, 0, 'T'},
                                  {"sync", 0, 0, 's'},
                                  {"latency-report", 1, 0, 'L'},
+                                 {"kafka-latency-report", 1, 0, 'K'},
                                  {"metrics-addr", 1, 0, 'A'},
                                  {"purge-after", 1, 0, 'P'},
                                  {"help", 0, 0, 'h'},
                                  {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "d:b:t:R:g:n:m:k:Be:D:T:sL:A:P:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:b:t:R:g:n:m:k:Be:D:T:sL:K:A:P:h", lo, NULL)) != -1) {
         switch (c) {
         case 'd': db = optarg; break;
         case 'b': ko.brokers = optarg; break;
@@ -165,6 +178,7 @@ int cmd_ingest(int argc, char **argv)
         case 'T': types[ntypes++] = optarg; break;
         case 's': ko.apply.sync = 1; break;
         case 'L': latency_path = optarg; break;
+        case 'K': klatency_path = optarg; break;
         case 'A': metrics_addr = optarg; break;
         case 'P':
             if ((status = cli_parse_duration("ingest", "--purge-after", optarg, &ko.purge_after_ms))) goto out;
@@ -194,6 +208,11 @@ int cmd_ingest(int argc, char **argv)
         perror(latency_path);
         status = EXIT_ERR;
         goto out;
+    }
+    if (klatency_path && !(ctx.klatency = fopen(klatency_path, "w"))) {
+        perror(klatency_path);
+        status = EXIT_ERR;
+        goto out_latency;
     }
 
     cdc_store_t *st = NULL;
@@ -268,6 +287,7 @@ out_store:
 out_latency:
     cli_metrics_stop(ctx.metrics);
     if (ctx.latency) fclose(ctx.latency);
+    if (ctx.klatency) fclose(ctx.klatency);
 out:
     free(group);
     free(topics);

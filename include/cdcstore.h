@@ -621,6 +621,12 @@ typedef struct cdc_kafka_batch {
     const int64_t *latency_ms;        /* one end-to-end latency per streamed change event */
     size_t nlatency;
     const cdc_kafka_stats_t *run;     /* running figures, this batch included */
+    /* The last stage of that latency, one per record that has a Kafka
+     * timestamp: the same instant minus the record's timestamp, which is
+     * the broker's append time on a topic with
+     * message.timestamp.type=LogAppendTime, else the producer's create time. */
+    const int64_t *kafka_latency_ms;
+    size_t nkafka_latency;
 } cdc_kafka_batch_t;
 
 typedef struct cdc_kafka_options {
@@ -638,7 +644,7 @@ typedef struct cdc_kafka_options {
     const char *group;                /* group.id; NULL: from the properties (required) */
     size_t batch_max_events;          /* records per batch; 0: 10,000 */
     int batch_max_ms;                 /* a batch is applied at most this long after its first
-                                       * record arrived; 0: 100 */
+                                       * record arrived; 0: 20 */
     int from_beginning;               /* 1: start each partition at its first offset in this
                                        * run, whatever the replica stored (a replay) */
     const char *config_file;          /* NULL, or librdkafka properties as key=value lines

@@ -11,8 +11,9 @@
  *       summed over every partition of the topics.  cdcstore ingest commits
  *       after every applied batch, so lag=0 means it applied everything.
  *       The query joins no group.
- *   e2e_kafka BROKERS create-topics PARTITIONS TOPIC...
- *       creates the topics (replication factor 1); existing ones are an error
+ *   e2e_kafka BROKERS create-topics PARTITIONS [--config KEY=VALUE]... TOPIC...
+ *       creates the topics (replication factor 1) with those topic configs
+ *       (e.g. message.timestamp.type=LogAppendTime); existing ones are an error
  *   e2e_kafka BROKERS delete-topics PREFIX
  *       deletes every topic whose name starts with PREFIX; prints how many
  *
@@ -113,13 +114,27 @@ static int cmd_lag(const char *brokers, const char *group, char **topics, int n)
     return 0;
 }
 
-static int cmd_create(const char *brokers, int parts, char **topics, int n)
+static int cmd_create(const char *brokers, int parts, char **args, int nargs)
 {
     char err[512];
+    char **configs = args;
+    int nconfigs = 0;
+    while (nconfigs * 2 + 1 < nargs && !strcmp(args[nconfigs * 2], "--config")) nconfigs++;
+    char **topics = args + nconfigs * 2;
+    int n = nargs - nconfigs * 2;
     rd_kafka_t *rk = client(brokers, NULL, RD_KAFKA_PRODUCER);
     rd_kafka_NewTopic_t **nt = calloc((size_t)n, sizeof *nt);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (!(nt[i] = rd_kafka_NewTopic_new(topics[i], parts, 1, err, sizeof err))) die(topics[i], err);
+        for (int c = 0; c < nconfigs; c++) {
+            char kv[512];
+            snprintf(kv, sizeof kv, "%s", configs[c * 2 + 1]);
+            char *eq = strchr(kv, '=');
+            if (!eq) die(configs[c * 2 + 1], "--config takes KEY=VALUE");
+            *eq = 0;
+            if (rd_kafka_NewTopic_set_config(nt[i], kv, eq + 1)) die(kv, "cannot be set");
+        }
+    }
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
     rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
     rd_kafka_AdminOptions_set_operation_timeout(o, TIMEOUT_MS, err, sizeof err);
@@ -198,7 +213,8 @@ int main(int argc, char **argv)
         return cmd_create(argv[1], parts, argv + 4, argc - 4);
     }
     if (argc == 4 && !strcmp(argv[2], "delete-topics") && argv[3][0]) return cmd_delete(argv[1], argv[3]);
-    fprintf(stderr, "usage: e2e_kafka BROKERS hw TOPIC... | lag GROUP TOPIC... | create-topics N TOPIC... |"
+    fprintf(stderr, "usage: e2e_kafka BROKERS hw TOPIC... | lag GROUP TOPIC... |"
+                    " create-topics N [--config K=V]... TOPIC... |"
                     " delete-topics PREFIX\n");
     return 2;
 }

@@ -159,14 +159,16 @@ reset_source() {
     app_psql -c "ALTER TABLE public.orders REPLICA IDENTITY ${E2E_ORDERS_IDENTITY^^}"
 }
 
-# create_topics PARTITIONS PREFIX: the connector's four topics, created
-# before anything consumes them (a consumer subscribed to a missing topic
-# would only see it at its next metadata refresh, minutes later).
+# create_topics PARTITIONS PREFIX [--config KEY=VALUE]...: the connector's
+# four topics, created before anything consumes them (a consumer subscribed
+# to a missing topic would only see it at its next metadata refresh, minutes
+# later), with those topic configs.
 create_topics() {
     local parts=$1 prefix=$2 deadline=$((SECONDS + 30))
+    shift 2
     # A topic of the same name still being deleted is refused for a moment.
     # shellcheck disable=SC2046
-    until "$E2EK" "$KAFKA_BROKERS" create-topics "$parts" $(topics "$prefix") >/dev/null 2>"$WORK/create-topics.err"; do
+    until "$E2EK" "$KAFKA_BROKERS" create-topics "$parts" "$@" $(topics "$prefix") >/dev/null 2>"$WORK/create-topics.err"; do
         if ((SECONDS >= deadline)); then
             cat "$WORK/create-topics.err"
             return 1

@@ -28,7 +28,11 @@
 # publication.autocreate.mode=filtered, snapshot.mode=initial, JsonConverter
 # key and value with schemas.enable=false and
 # value.converter.replace.null.with.default=false; decimal.handling.mode is
-# Debezium's default (precise) unless overridden.
+# Debezium's default (precise) unless overridden; poll.interval.ms=50, not
+# Debezium's 500: the connector waits that long for more events both when its
+# replication stream has none and before it hands a batch short of
+# max.batch.size (2048) to Kafka Connect, so at 1,000 changes/s the default
+# adds 250-500 ms twice over (README, "Latency"; bench/latency.sh measures it).
 
 set -euo pipefail
 
@@ -95,6 +99,7 @@ default_config() {
         "publication.name": $pub,
         "publication.autocreate.mode": "filtered",
         "snapshot.mode": "initial",
+        "poll.interval.ms": "50",
         "key.converter": "org.apache.kafka.connect.json.JsonConverter",
         "key.converter.schemas.enable": "false",
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",

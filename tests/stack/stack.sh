@@ -377,7 +377,12 @@ max_wal_senders = 10
 max_replication_slots = 10
 max_slot_wal_keep_size = 1GB
 fsync = off
-synchronous_commit = off
+# PostgreSQL's default. Logical decoding sends only flushed WAL: with
+# synchronous_commit=off a commit waits for the WAL writer (every
+# wal_writer_delay, 200 ms) before Debezium sees it, the largest stage of the
+# end-to-end latency after poll.interval.ms (README, "Latency"). With fsync
+# off the flush at commit costs a write(2).
+synchronous_commit = on
 full_page_writes = off
 log_line_prefix = '%m [%p] %q%u@%d '
 log_min_messages = warning

@@ -150,6 +150,8 @@ typedef struct run_ctx {
     uint64_t batches;
     uint64_t latencies;
     int64_t min_latency, max_latency;
+    uint64_t klatencies;      /* per record, from its Kafka timestamp */
+    int64_t max_klatency;
     pthread_mutex_t mu;
     int64_t pos[8];           /* stored positions after the last batch */
     /* Log lines. */
@@ -199,6 +201,9 @@ static void test_on_batch(void *opaque, const cdc_kafka_batch_t *b)
         if (b->latency_ms[i] < c->min_latency) c->min_latency = b->latency_ms[i];
         if (b->latency_ms[i] > c->max_latency) c->max_latency = b->latency_ms[i];
     }
+    c->klatencies += b->nkafka_latency;
+    for (size_t i = 0; i < b->nkafka_latency; i++)
+        if (b->kafka_latency_ms[i] > c->max_klatency) c->max_klatency = b->kafka_latency_ms[i];
     int done = 0;
     for (int p = 0; p < c->nparts && p < 8; p++) cdc_store_position(c->st, c->topic, p, &c->pos[p], NULL);
     if (c->until_read && b->run->total.read >= c->until_read) done = 1;
@@ -686,6 +691,10 @@ Test(kafka, latency_is_measured_from_the_source_ts_ms)
     cr_assert_geq(s.latency_p99_ms, s.latency_p50_ms);
     cr_assert_leq(s.latency_p99_ms, s.latency_max_ms);
     cr_assert_eq(s.latency_max_ms, c.max_latency);
+    /* The last stage, per record (the tombstone too), from the producer's
+     * timestamp: taken now, 2 s after the changes' source ts_ms. */
+    cr_assert_eq(c.klatencies, 21);
+    cr_assert_lt(c.max_klatency, c.min_latency);
     cdc_store_close(st);
     tu_rmrf(dir);
     free(dir);
