@@ -464,11 +464,15 @@ typedef struct cdc_delta_result {
  * when missing): Parquet data files, one per key range, and the commits in
  * dir/_delta_log.  The first export writes version 0.  An export into a
  * table it wrote before commits the next version, which rewrites only the
- * key ranges whose rows changed since (each file records its range and the
- * hash of its rows; a scan compares them with the replica's), removing
- * their files and adding new ones in one commit; readers keep reading the
- * previous version until the commit is in place, and older versions stay
- * readable (time travel): no file is deleted.  A change of the columns or
+ * key ranges whose rows changed since, removing their files and adding new
+ * ones in one commit.  Each commit records the replica's point
+ * (cdc_store_change_point), and the next export asks the replica which key
+ * ranges changed since (cdc_store_changed_since): files of other ranges are
+ * kept unread.  When the replica cannot say (a table written by another
+ * replica or an older build...), a scan hashes every row and compares each
+ * range with the hash its file records (res->tracked 0).  Readers keep
+ * reading the previous version until the commit is in place, and older
+ * versions stay readable (time travel): no file is deleted.  A change of the columns or
  * their types rewrites every file under the new schema.  When nothing
  * changed, nothing is committed (res->version -1).  Uses opts->file_rows,
  * row_group_rows, compression, progress (opts may be NULL).

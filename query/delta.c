@@ -34,16 +34,41 @@
  * replica did meanwhile.
  *
  * Refresh.  An export into a table this file wrote replays the log (the
- * active files and their tags, the last metaData and protocol), then scans
- * the replica once, summing each range's row hashes.  A range whose hash or
- * row count differs from its file's is rewritten: its file is removed and
- * the range's rows written to new files (cut every file_rows rows, so a
- * range that grew is split); the others are kept.  All of it is one commit.
- * When the columns or their types differ from the last metaData's schema,
- * every file is rewritten and the commit carries the new metaData (what
- * Spark's overwriteSchema does).  The scan reads every row, so a refresh
- * costs at least a read of the table; the rewrite is proportional to the
- * ranges that changed.
+ * active files and their tags, the last metaData and protocol, and the
+ * replica's point the last commit recorded), finds the ranges whose rows
+ * changed, and rewrites those: a changed range's file is removed and the
+ * range's rows written to new files (cut every file_rows rows, so a range
+ * that grew is split); the others are kept.  All of it is one commit.  When
+ * the columns or their types differ from the last metaData's schema, every
+ * file is rewritten and the commit carries the new metaData (what Spark's
+ * overwriteSchema does).
+ *
+ * Which ranges changed.  Every commit records the replica's point
+ * (cdc_store_change_point: a line of the replica's history and a stamp) in
+ * its commitInfo's operationParameters, cdcstore.history and cdcstore.stamp,
+ * read before any row, so that a change racing the export's reads has a
+ * later stamp and is seen again next time.  A refresh asks the replica for
+ * the key ranges changed since that point (cdc_store_changed_since; the
+ * store tracks them at apply time, store/changes.c) and compares them with
+ * the files' ranges, knowing nothing of how the ranges are made:
+ *  - a file that reaches across a bound of a changed range is rewritten
+ *    without being read: it holds every key of the range on that side, and
+ *    a range is small (65,536 integers) against a file of 100,000 rows or
+ *    more, so it changed as a rule;
+ *  - a file inside a changed range (small files, or a coarse range of text
+ *    keys) may hold none of its changed keys: its rows are hashed first, as
+ *    below, and it is rewritten only when they differ;
+ *  - every other file is kept, unread.
+ * So a refresh after 1% of the rows changed in one key range reads and
+ * writes about that range (the files it touches), not the table.  When the
+ * replica cannot say (no point in the log: a table written by a build
+ * before this; a point of another replica, or of a copy of this one that
+ * went its own way; a roll-back of the replica past it; batches of a build
+ * without change tracking; a change of a column's default, which every row
+ * may show), the refresh scans the replica once, summing each range's row
+ * hashes, and rewrites the ranges whose hash or row count differs from its
+ * file's tags: a read of the whole table.  Either way the tags of a new file
+ * are summed from the rows written to it, so they always describe the file.
  *
  * Atomicity.  Data files are written and fsync'd first, under names no
  * commit refers to yet; the commit is written to a temporary file, fsync'd,
