@@ -726,8 +726,10 @@ static void count_floor_deletes(apply_ctx *a)
             if (val.flags & CDC__F_DELETED) continue;
             if (cdc__version_cmp(&val.ver, &a->old_floor[k]) < 0) continue; /* already below the old floor */
             if (cdc__version_cmp(&val.ver, &t->floor) >= 0) continue;
-            if (group_find(a, t, key, kl, &slot) >= 0) continue;
+            /* the row reads as deleted from now on, even when an event of
+             * the batch for it turns out stale (pass 4 writes nothing then) */
             note_change(a, t, key, kl);
+            if (group_find(a, t, key, kl, &slot) >= 0) continue;
             stat_add(t, t->floor.kind == CDC__KIND_GAP ? CDC__ST_GAP_DELETES : CDC__ST_DELETES, 1);
             stat_add(t, CDC__ST_LIVE, -1);
             stat_add(t, CDC__ST_DELETED, 1);

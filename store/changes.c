@@ -49,11 +49,13 @@
  *    the source delivers those records again and they are stamped anew.)
  *  - every change of the table since was tracked: a build without change
  *    tracking may have applied batches (it opens the replica, and ignores
- *    these records).  Each tracked batch stores, with its buckets, the
- *    table's read counter (stats READ, which every record of the table
- *    counts, written in the same batch); a counter that differs from it at
- *    open means untracked batches: the table's next tracked batch then marks
- *    it changed as a whole, and until then every question gets "all".
+ *    these records), or the replica was written before it.  Each tracked
+ *    batch stores, with its buckets, the table's read counter (stats READ,
+ *    which every record of the table counts, written in the same batch); a
+ *    counter that differs from it at open, or no record at all, means
+ *    untracked batches: a writable open then marks the table changed as a
+ *    whole at its own stamp (cdc__changes_open), and a read-only open
+ *    answers "all" for it.
  *  - no change of the table touched every row since: the table's all_stamp
  *    ("E" record) is at or below the point.  A column's default that changes
  *    or becomes known (a row written before the column read it as NULL or
@@ -147,6 +149,8 @@ static void put_line(cdc_store_t *st, rocksdb_writebatch_t *wb, uint64_t stamp)
     cdc__buf_free(&v);
 }
 
+static void put_table(cdc_store_t *st, rocksdb_writebatch_t *wb, const cdc__table *t, cdc__buf *k, cdc__buf *v);
+
 void cdc__changes_commit(cdc_store_t *st, rocksdb_writebatch_t *wb, uint64_t stamp)
 {
     cdc__buf k = {0}, v = {0};
@@ -159,14 +163,7 @@ void cdc__changes_commit(cdc_store_t *st, rocksdb_writebatch_t *wb, uint64_t sta
         t->track_ok = t->has_track = 1;
         t->all_pending = 0;
         t->tracked_reads = t->stats[CDC__ST_READ];
-        cdc__buf_reset(&k);
-        cdc__buf_putc(&k, 'E');
-        cdc__buf_putc(&k, 0);
-        cdc__buf_puts(&k, t->name);
-        cdc__buf_reset(&v);
-        cdc__buf_put_varint(&v, t->all_stamp);
-        cdc__buf_put_varint(&v, t->tracked_reads);
-        rocksdb_writebatch_put_cf(wb, st->meta_cf, k.p, k.len, v.p, v.len);
+        put_table(st, wb, t, &k, &v);
     }
     cdc__buf_free(&k);
     cdc__buf_free(&v);
@@ -190,6 +187,23 @@ int cdc__changes_load_store(cdc_store_t *st, const char *v, size_t vl)
     return 0;
 }
 
+static void put_table(cdc_store_t *st, rocksdb_writebatch_t *wb, const cdc__table *t, cdc__buf *k, cdc__buf *v)
+{
+    cdc__buf_reset(k);
+    cdc__buf_putc(k, 'E');
+    cdc__buf_putc(k, 0);
+    cdc__buf_puts(k, t->name);
+    cdc__buf_reset(v);
+    cdc__buf_put_varint(v, t->all_stamp);
+    cdc__buf_put_varint(v, t->tracked_reads);
+    rocksdb_writebatch_put_cf(wb, st->meta_cf, k->p, k->len, v->p, v->len);
+}
+
+/* A writable open takes a stamp, which starts its line, and marks every
+ * table whose changes are not all known (tracked_reads differs from its
+ * read counter, or it has no "E" record: a replica written before change
+ * tracking) as changed as a whole at that stamp: from there on its changes
+ * are tracked, and a read-only open finds them so. */
 int cdc__changes_open(cdc_store_t *st, cdc_error_t *err)
 {
     for (size_t i = 0; i < st->ntables; i++) {
@@ -205,8 +219,21 @@ int cdc__changes_open(cdc_store_t *st, cdc_error_t *err)
             line = ((uint64_t)ts.tv_nsec << 32 ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)st) | 1;
         }
     st->history = line;
+    uint64_t stamp = cdc__change_stamp_next(st);
     rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-    put_line(st, wb, st->stamp);
+    put_line(st, wb, stamp);
+    st->stamp = stamp;
+    cdc__buf k = {0}, v = {0};
+    for (size_t i = 0; i < st->ntables; i++) {
+        cdc__table *t = st->tables[i];
+        if (!t->name[0] || t->track_ok) continue;
+        t->all_stamp = stamp;
+        t->tracked_reads = t->stats[CDC__ST_READ];
+        t->has_track = t->track_ok = 1;
+        put_table(st, wb, t, &k, &v);
+    }
+    cdc__buf_free(&k);
+    cdc__buf_free(&v);
     char *e = NULL;
     rocksdb_write(st->db, st->wo, wb, &e);
     rocksdb_writebatch_destroy(wb);
