@@ -5,8 +5,8 @@
  * A replica is a directory holding one RocksDB database: a column family for
  * the rows of every source table ("public.orders"; a table of a replica
  * written before that layout has a family of its own), one for metadata
- * (source positions, table columns and ids, counters, snapshot epochs) and one
- * for dead letters.  Each row is stored under its table's id and an
+ * (source positions, table columns and ids, counters, snapshot epochs, which
+ * key ranges changed when) and one for dead letters.  Each row is stored under its table's id and an
  * order-preserving encoding of its primary key with the value
  * <header: format, flags (deleted, from-snapshot), ordering version, ts_ms> +
  * <row>.  A change is written only when its ordering version is strictly

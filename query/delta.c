@@ -70,6 +70,15 @@
  * file's tags: a read of the whole table.  Either way the tags of a new file
  * are summed from the rows written to it, so they always describe the file.
  *
+ * Measured on 10,000,000 rows (tests/query/bench.sh, QUERY_BENCH_ONLY=delta;
+ * 2 cores shared with other work): after 1% of the rows changed in one key
+ * range, the refresh took 1.42 s against 10.73 s for a full export (x0.13:
+ * the one file of 1,000,000 rows that changed is a tenth of the table) and
+ * 0.57 s against 12.06 s with file_rows 100,000 (x0.047); the hashing scan
+ * alone took x0.56 to x0.58 of a full export.  After 1% changed at random
+ * keys every range changes, and the refresh writes the table anew without
+ * the scan (x0.93 to x1.0, against x1.24 to x1.61 with it).
+ *
  * Atomicity.  Data files are written and fsync'd first, under names no
  * commit refers to yet; the commit is written to a temporary file, fsync'd,
  * then link(2)ed to its version's name, which fails when another writer took
