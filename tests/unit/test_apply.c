@@ -693,6 +693,90 @@ Test(changes, buckets_of_written_keys_since_a_point)
     free(dir);
 }
 
+/* Text keys: a bucket is the tag and the first two bytes. */
+Test(changes, text_keys_by_their_first_two_bytes)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    recs rs = {0};
+    const char *ids[] = {"aa1", "ab2", "ab3", "zz"};
+    for (int k = 0; k < 4; k++)
+        recs_add(&rs, T, 0, k, fmt("{\"sku\":\"%s\"}", ids[k]),
+                 env_t("public.orders", "c", NULL, fmt("{\"sku\":\"%s\",\"v\":%d}", ids[k], k), 100 + (unsigned long long)k,
+                       "false"));
+    tu_apply(st, rs.r, rs.n);
+    cdc_change_point_t p;
+    cr_assert_eq(cdc_store_change_point(st, &p, NULL), 0);
+    recs_add(&rs, T, 0, 4, strdup("{\"sku\":\"ab3\"}"),
+             env_t("public.orders", "u", NULL, "{\"sku\":\"ab3\",\"v\":9}", 200, "false"));
+    recs_add(&rs, T, 0, 5, strdup("{\"sku\":\"ab2\"}"),
+             env_t("public.orders", "d", "{\"sku\":\"ab2\"}", NULL, 201, "false"));
+    tu_apply(st, rs.r + 4, 2);
+    int all;
+    ranges_seen r = changed_since(st, &p, &all);
+    cr_assert_eq(all, 0);
+    cr_assert_eq(r.n, 1, "ab2 and ab3 share a bucket");
+    cr_assert(r.lol[0] == 3 && !memcmp(r.lo[0], "\x30" "ab", 3));
+    cr_assert(r.hil[0] == 3 && !memcmp(r.hi[0], "\x30" "ac", 3));
+    recs_free(&rs);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/* A damaged write-ahead log rolls the replica back: a point it no longer
+ * reaches is not known, whatever is applied after. */
+Test(changes, a_rollback_past_a_point_forgets_it)
+{
+    enum { N = 3000, BATCH = 500 };
+    char *dir = tu_tmpdir();
+    static char keys[N][32], *envs[N];
+    static cdc_record_t recs[N];
+    for (int i = 0; i < N; i++) {
+        char after[128];
+        snprintf(keys[i], sizeof keys[i], "{\"id\":%d}", i % 700);
+        snprintf(after, sizeof after, "{\"id\":%d,\"v\":\"value %d padded to make the log longer\"}", i % 700, i);
+        envs[i] = tu_env("u", NULL, after, 1000 + (unsigned long long)i, NULL);
+        recs[i] = tu_rec("shop.public.orders", 0, i, keys[i], envs[i]);
+    }
+    cdc_store_t *st = tu_open(dir);
+    for (int i = 0; i < N; i += BATCH) tu_apply(st, recs + i, BATCH);
+    cdc_change_point_t p;
+    cr_assert_eq(cdc_store_change_point(st, &p, NULL), 0);
+    cdc_store_close(st);
+    char logpath[600] = "";
+    DIR *d = opendir(dir);
+    for (struct dirent *de; (de = readdir(d));) {
+        size_t l = strlen(de->d_name);
+        if (l > 4 && !strcmp(de->d_name + l - 4, ".log")) snprintf(logpath, sizeof logpath, "%s/%s", dir, de->d_name);
+    }
+    closedir(d);
+    FILE *f = fopen(logpath, "r+b");
+    cr_assert(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, size / 3, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, size / 3, SEEK_SET);
+    fputc(c ^ 0xff, f);
+    fclose(f);
+    st = tu_open(dir);
+    int64_t pos = -1;
+    cr_assert_eq(cdc_store_position(st, "shop.public.orders", 0, &pos, NULL), 0);
+    cr_assert_lt(pos, N - 1, "the replica rolled back");
+    int all;
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_changed_since(st, "public.orders", &p, NULL, NULL, &all, &e), 0, "%s", e.msg);
+    cr_assert_eq(all, 1);
+    tu_apply(st, recs + pos + 1, (size_t)(N - 1 - pos));
+    cr_assert_eq(cdc_store_changed_since(st, "public.orders", &p, NULL, NULL, &all, &e), 0, "%s", e.msg);
+    cr_assert_eq(all, 1, "the records applied again do not bring the point back");
+    cdc_store_close(st);
+    for (int i = 0; i < N; i++) free(envs[i]);
+    tu_rmrf(dir);
+    free(dir);
+}
+
 /* A default that changes (or becomes known) changes what every row without
  * the column reads: the whole table changed. */
 Test(changes, a_changed_default_changes_the_whole_table)
