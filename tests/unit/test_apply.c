@@ -700,10 +700,12 @@ Test(changes, text_keys_by_their_first_two_bytes)
     cdc_store_t *st = tu_open(dir);
     recs rs = {0};
     const char *ids[] = {"aa1", "ab2", "ab3", "zz"};
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 4; k++) {
+        char *after = fmt("{\"sku\":\"%s\",\"v\":%d}", ids[k], k);
         recs_add(&rs, T, 0, k, fmt("{\"sku\":\"%s\"}", ids[k]),
-                 env_t("public.orders", "c", NULL, fmt("{\"sku\":\"%s\",\"v\":%d}", ids[k], k), 100 + (unsigned long long)k,
-                       "false"));
+                 env_t("public.orders", "c", NULL, after, 100 + (unsigned long long)k, "false"));
+        free(after);
+    }
     tu_apply(st, rs.r, rs.n);
     cdc_change_point_t p;
     cr_assert_eq(cdc_store_change_point(st, &p, NULL), 0);
