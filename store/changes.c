@@ -27,6 +27,8 @@
  * enough that a refresh rewrites little more than what changed (a Delta file
  * of 100,000 to 1,000,000 rows spans 2 to 16 integer buckets).  Text keys
  * are coarser for sparse alphabets: canonical UUIDs fall in 256 buckets.
+ * A bucket's record is overwritten by each change and never removed, so a
+ * table keeps one per bucket it ever had a key in.
  *
  * ---- Stamps and lines of history ----
  *
