@@ -392,10 +392,11 @@ static int export_one(cdc_store_t *st, const char *table, cdc_export_options_t *
         if (pg->tty) fputc('\n', stderr);
         if (!rc && r.version < 0)
             cli_printf_escaped(stdout,
-                               "%s: Delta table %s unchanged: %llu key %s checked, none changed; nothing "
+                               "%s: Delta table %s unchanged: %llu key %s checked (%s), none changed; nothing "
                                "committed (%.1f s)",
                                table, output, (unsigned long long)r.ranges_checked,
-                               cli_plural(r.ranges_checked, "range", "ranges"), now() - t0);
+                               cli_plural(r.ranges_checked, "range", "ranges"),
+                               r.tracked ? "by the replica's change tracking" : "by hashing every row", now() - t0);
         else if (!rc && (r.created || r.schema_changed))
             cli_printf_escaped(stdout,
                                "%s: Delta table %s version %lld%s: %llu %s written to %llu %s (%.1f MB), %llu "
@@ -410,13 +411,15 @@ static int export_one(cdc_store_t *st, const char *table, cdc_export_options_t *
             cli_printf_escaped(
                 stdout,
                 "%s: Delta table %s version %lld: %llu %s; %llu of %llu key %s changed, %llu %s written "
-                "to %llu %s (%.1f MB), %llu %s removed, %llu kept (%.1f s)",
+                "to %llu %s (%.1f MB), %llu %s removed, %llu kept; changed ranges %s, %llu %s read (%.1f s)",
                 table, output, (long long)r.version, (unsigned long long)r.rows, cli_plural(r.rows, "row", "rows"),
                 (unsigned long long)r.ranges_changed, (unsigned long long)r.ranges_checked,
                 cli_plural(r.ranges_checked, "range", "ranges"), (unsigned long long)r.rows_written,
                 cli_plural(r.rows_written, "row", "rows"), (unsigned long long)r.files_added,
                 cli_plural(r.files_added, "file", "files"), r.bytes_written / 1e6, (unsigned long long)r.files_removed,
-                cli_plural(r.files_removed, "file", "files"), (unsigned long long)r.files_kept, now() - t0);
+                cli_plural(r.files_removed, "file", "files"), (unsigned long long)r.files_kept,
+                r.tracked ? "from the replica's change tracking" : "found by hashing every row",
+                (unsigned long long)r.rows_read, cli_plural(r.rows_read, "row", "rows"), now() - t0);
     } else {
         rc = output ? cli_export_file(st, table, eo, output, &rows, &e) : cdc_export_fd(st, table, eo, 1, &rows, &e);
         if (pg->tty) fputc('\n', stderr);

@@ -5,8 +5,8 @@
  * A replica is a directory holding one RocksDB database: a column family for
  * the rows of every source table ("public.orders"; a table of a replica
  * written before that layout has a family of its own), one for metadata
- * (source positions, table columns and ids, counters, snapshot epochs) and one
- * for dead letters.  Each row is stored under its table's id and an
+ * (source positions, table columns and ids, counters, snapshot epochs, which
+ * key ranges changed when) and one for dead letters.  Each row is stored under its table's id and an
  * order-preserving encoding of its primary key with the value
  * <header: format, flags (deleted, from-snapshot), ordering version, ts_ms> +
  * <row>.  A change is written only when its ordering version is strictly
@@ -363,6 +363,46 @@ CDC_API void cdc_strings_free(char **names, size_t n);
 CDC_API int cdc_store_get(cdc_store_t *st, const char *table, const char *key_json,
                           cdc_row_t *row, cdc_error_t *err);
 
+/* ---- Changed key ranges ---- */
+
+/* A point of a replica's history: the line (each writable open starts a
+ * new one, with a random id; 0 is no line) and the stamp of the newest
+ * batch applied on it (microseconds of the wall clock, or one more than the
+ * previous stamp when the clock is behind). */
+typedef struct cdc_change_point {
+    uint64_t history;
+    uint64_t stamp;
+} cdc_change_point_t;
+
+/* The replica's current point, to be given to cdc_store_changed_since()
+ * later.  Read it before reading the rows it is to describe: a change made
+ * after it has a higher stamp, so one that races the read is reported again
+ * next time rather than lost.  Thread-safety: as the store. */
+CDC_API int cdc_store_change_point(cdc_store_t *st, cdc_change_point_t *out, cdc_error_t *err);
+
+/* One key range [lower, upper) of encoded keys (cdc_row_t.key); upper_len
+ * 0: no upper bound.  Borrowed during the call.  A nonzero return stops the
+ * listing, and cdc_store_changed_since() returns it. */
+typedef int (*cdc_range_fn)(void *opaque, const char *lower, size_t lower_len, const char *upper,
+                            size_t upper_len);
+
+/* The key ranges of table whose rows may have changed since the point
+ * since, without reading rows: fn is called for each, in key order, and
+ * *all is 0; every row outside them is as it was at since.  The ranges are
+ * coarse (store/changes.c: a range of 65,536 integers, or the keys sharing
+ * their first two text bytes).  *all is 1 (and fn is not called) when the
+ * ranges are not known: since is from another replica, or from a copy of
+ * this one that went its own way, or this replica rolled back past it
+ * (a damaged write-ahead log), or a build without change tracking applied
+ * batches to the table since, or a change touched every row (a column's
+ * default changed); the caller then compares the rows themselves.  Changes
+ * of the column set or of column types are not reported: compare
+ * cdc_store_columns() and cdc_store_column_types().
+ * Errors: CDC_ENOTFOUND for an unknown table, CDC_EIO, CDC_ECORRUPT, or
+ * what fn returned.  Thread-safety: as the store. */
+CDC_API int cdc_store_changed_since(cdc_store_t *st, const char *table, const cdc_change_point_t *since,
+                                    cdc_range_fn fn, void *opaque, int *all, cdc_error_t *err);
+
 /* ---- Export ---- */
 
 enum { CDC_FORMAT_CSV = 0, CDC_FORMAT_NDJSON = 1, CDC_FORMAT_PARQUET = 2 };
@@ -414,17 +454,25 @@ typedef struct cdc_delta_result {
     uint64_t files_added, files_removed, files_kept;
     uint64_t ranges_changed; /* key ranges whose rows changed since the previous version */
     uint64_t ranges_checked;
+    int tracked;             /* 1: the changed ranges came from the replica's change tracking
+                              * (cdc_store_changed_since), unchanged ones were not read; 0: a
+                              * scan read and hashed every row (or everything was written) */
+    uint64_t rows_read;      /* rows read from the replica: those written, and the scan's */
 } cdc_delta_result_t;
 
 /* Exports the view of table as a Delta Lake table in directory dir (made
  * when missing): Parquet data files, one per key range, and the commits in
  * dir/_delta_log.  The first export writes version 0.  An export into a
  * table it wrote before commits the next version, which rewrites only the
- * key ranges whose rows changed since (each file records its range and the
- * hash of its rows; a scan compares them with the replica's), removing
- * their files and adding new ones in one commit; readers keep reading the
- * previous version until the commit is in place, and older versions stay
- * readable (time travel): no file is deleted.  A change of the columns or
+ * key ranges whose rows changed since, removing their files and adding new
+ * ones in one commit.  Each commit records the replica's point
+ * (cdc_store_change_point), and the next export asks the replica which key
+ * ranges changed since (cdc_store_changed_since): files of other ranges are
+ * kept unread.  When the replica cannot say (a table written by another
+ * replica or an older build...), a scan hashes every row and compares each
+ * range with the hash its file records (res->tracked 0).  Readers keep
+ * reading the previous version until the commit is in place, and older
+ * versions stay readable (time travel): no file is deleted.  A change of the columns or
  * their types rewrites every file under the new schema.  When nothing
  * changed, nothing is committed (res->version -1).  Uses opts->file_rows,
  * row_group_rows, compression, progress (opts may be NULL).

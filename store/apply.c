@@ -125,8 +125,15 @@
  *                       event (fold_events: unchanged TOASTed columns take
  *                       the value of the state they follow), the counters
  *                       (count_applied) and the new value;
- *   5. commit           positions (write_positions), table metadata and
+ *   5. commit           positions (write_positions), the batch's change
+ *                       stamp (cdc__changes_commit), table metadata and
  *                       counters, and the one RocksDB write; then notify.
+ *
+ * Change buckets.  Each key written in pass 4, and each row a floor
+ * deletes in pass 2, records its bucket (a prefix of its encoded key) with
+ * the batch's stamp (note_change; store/changes.c says why and what reads
+ * them): the groups come in key order per table, so a run of keys of one
+ * bucket costs one comparison each and one write in all.
  *
  * Rows, counters, table metadata (with the id of a table the batch creates),
  * epoch marks, dead letters and the highest offset per (topic, partition) go
@@ -418,6 +425,10 @@ typedef struct apply_ctx {
     unsigned char *present; /* the columns an upsert carried (note_columns) */
     size_t prescap;
     int *order;                      /* a group's events in version order */
+    uint64_t stamp;                  /* the batch's change stamp (store/changes.c) */
+    const cdc__table *bt;            /* the last bucket recorded (note_change) ... */
+    cdc__buf bucket;                 /* ... of that table */
+    cdc__buf ckey, cval;
 } apply_ctx;
 
 static void pos_note(apply_ctx *a, const cdc_record_t *r)
@@ -466,6 +477,21 @@ static int group_find(const apply_ctx *a, const cdc__table *t, const char *key, 
     }
     *slotp = slot;
     return -1;
+}
+
+/* Records that the row of table t under encoded key key changed in this
+ * batch: its bucket, with the batch's stamp (store/changes.c).  Keys come
+ * in key order per table, so a run of keys of one bucket writes it once. */
+static void note_change(apply_ctx *a, const cdc__table *t, const char *key, size_t kl)
+{
+    size_t n = cdc__change_bucket_len(key, kl);
+    if (a->bt == t && a->bucket.len == n && !memcmp(a->bucket.p, key, n)) return;
+    a->bt = t;
+    cdc__buf_reset(&a->bucket);
+    cdc__buf_put(&a->bucket, key, n);
+    cdc__change_bucket_key(&a->ckey, t, key, n);
+    if (!a->cval.len) cdc__buf_put_varint(&a->cval, a->stamp);
+    rocksdb_writebatch_put_cf(a->wb, a->st->meta_cf, a->ckey.p, a->ckey.len, a->cval.p, a->cval.len);
 }
 
 /* ---- Pass 1, in record order: dead letters, counters, versions, groups ---- */
@@ -693,10 +719,16 @@ static void count_floor_deletes(apply_ctx *a)
         const char *key, *v;
         for (; cdc__scan_row(&it, &key, &kl, &v, &vl); cdc__scan_next(&it)) {
             cdc__value val;
-            if (cdc__value_decode(v, vl, &val)) continue;
+            if (cdc__value_decode(v, vl, &val)) {
+                note_change(a, t, key, kl); /* whatever it reads as, not as before */
+                continue;
+            }
             if (val.flags & CDC__F_DELETED) continue;
             if (cdc__version_cmp(&val.ver, &a->old_floor[k]) < 0) continue; /* already below the old floor */
             if (cdc__version_cmp(&val.ver, &t->floor) >= 0) continue;
+            /* the row reads as deleted from now on, even when an event of
+             * the batch for it turns out stale (pass 4 writes nothing then) */
+            note_change(a, t, key, kl);
             if (group_find(a, t, key, kl, &slot) >= 0) continue;
             stat_add(t, t->floor.kind == CDC__KIND_GAP ? CDC__ST_GAP_DELETES : CDC__ST_DELETES, 1);
             stat_add(t, CDC__ST_LIVE, -1);
@@ -1042,6 +1074,7 @@ static int fold_group(apply_ctx *a, size_t g)
     cdc__buf_reset(&a->skey);
     cdc__table_key(t, gr->key, gr->key_len, &a->skey);
     rocksdb_writebatch_put_cf(a->wb, t->cf, a->skey.p, a->skey.len, a->out.p, a->out.len);
+    note_change(a, t, gr->key, gr->key_len);
     return 0;
 }
 
@@ -1071,6 +1104,7 @@ static int commit(apply_ctx *a)
     cdc_store_t *st = a->st;
     char *e = NULL;
     write_positions(a);
+    cdc__changes_commit(st, a->wb, a->stamp);
     for (size_t i = 0; i < st->ntables; i++) cdc__table_flush(st, st->tables[i], a->wb);
     rocksdb_write(st->db, a->opts->sync ? st->wo_sync : st->wo, a->wb, &e);
     if (!e) return 0;
@@ -1126,6 +1160,9 @@ static void ctx_free(apply_ctx *a)
     cdc__buf_free(&a->keytext);
     free(a->present);
     cdc__buf_free(&a->elem);
+    cdc__buf_free(&a->bucket);
+    cdc__buf_free(&a->ckey);
+    cdc__buf_free(&a->cval);
     free(a->order);
     rocksdb_writebatch_destroy(a->wb);
     free(a->sl);
@@ -1178,6 +1215,7 @@ int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__even
      * comparison; nothing here reads those counters. */
     rocksdb_set_perf_level(rocksdb_disable);
     ctx_init(&a, n);
+    a.stamp = cdc__change_stamp_next(st);
     for (a.taken = 0; a.taken < n && !rc && !a.stopped; a.taken++)
         rc = interrupted(&a, a.taken) ? -EINTR : take_record(&a, a.taken);
     if (a.stopped) a.taken--; /* the bad record is not applied */

@@ -18,7 +18,8 @@
  * Meta keys: "F" format; "T\0<table>" table; "S\0<table>" counters;
  * "P\0<topic>\0<partition u32be>" position (varint offset + 1);
  * "M\0<topic>\0<partition u32be><offset u64be>" epoch mark (varint epoch);
- * "D\0<table>\0<column>" NUMERIC scale (varint).
+ * "D\0<table>\0<column>" NUMERIC scale (varint); "C", "E", "N" and "R": which
+ * key ranges changed when (store/changes.c).
  *
  * ---- Tables as key prefixes, and why ----
  *
@@ -416,6 +417,7 @@ int cdc__table_note_columns(cdc__table *t, const cdc__version *ver, const unsign
         m->dflt = v ? cdc__strndup(v, vl) : NULL;
         m->dflt_known = 1;
         t->meta_dirty = 1;
+        t->all_pending = 1; /* rows without the column read it differently (store/changes.c) */
     }
     return 0;
 }
@@ -722,6 +724,13 @@ static int load_meta(cdc_store_t *st, cdc_error_t *err)
     for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
         size_t kl, vl;
         const char *k = rocksdb_iter_key(it, &kl), *v = rocksdb_iter_value(it, &vl);
+        if (kl >= 2 && k[0] == 'C' && k[1] == 0) {
+            /* change buckets (store/changes.c), read only when asked: past them */
+            rocksdb_iter_seek(it, "C\1", 2);
+            if (!rocksdb_iter_valid(it)) break;
+            k = rocksdb_iter_key(it, &kl);
+            v = rocksdb_iter_value(it, &vl);
+        }
         if (kl == 1 && k[0] == 'F') {
             if (vl != 1 || v[0] != META_FORMAT[0]) {
                 rc = cdc__err(err, CDC_ECORRUPT, "%s: replica format %.*s is not supported (this is %s)",
@@ -732,13 +741,24 @@ static int load_meta(cdc_store_t *st, cdc_error_t *err)
         }
         if (kl < 2 || k[1] != 0) continue;
         const char *end = v + vl, *p = v;
-        if (k[0] == 'T' || k[0] == 'S') {
+        if (k[0] == 'N' && kl == 2) {
+            if (cdc__changes_load_store(st, v, vl)) {
+                rc = cdc__err(err, CDC_ECORRUPT, "%s: the change stamp does not decode", st->dir);
+                break;
+            }
+        } else if (k[0] == 'T' || k[0] == 'S' || k[0] == 'E') {
             char *name = cdc__strndup(k + 2, kl - 2);
             cdc__table *t = table_find(st, name);
             if (!t) t = table_new(st, name);
             free(name);
             name = t->name;
-            if (k[0] == 'T') {
+            if (k[0] == 'E') {
+                if (cdc__changes_load_table(t, v, vl)) {
+                    rc = cdc__err(err, CDC_ECORRUPT, "%s: change tracking of table %s does not decode", st->dir,
+                                  name);
+                    break;
+                }
+            } else if (k[0] == 'T') {
                 if (table_meta_decode(t, v, vl)) {
                     rc = cdc__err(err, CDC_ECORRUPT, "%s: metadata of table %s does not decode", st->dir, name);
                     break;
@@ -1035,6 +1055,7 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
         h[i] = NULL;
     }
     for (size_t i = 0; i < st->ntables; i++) st->tables[i]->session_read = st->tables[i]->stats[CDC__ST_READ];
+    if ((rc = cdc__changes_open(st, err))) goto done;
     /* The floors and horizons just loaded are on disk: the filter may act on them. */
     cdc__purge_publish(st);
     /* The next dead-letter id follows the last one stored. */

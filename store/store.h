@@ -75,6 +75,12 @@ typedef struct cdc__table {
     int bloom;                           /* its family's memtable bloom was switched on (store.c) */
     uint64_t *purge_pending;             /* removals the compaction filter counted, not yet in
                                           * stats (store/gc.c); owned by st->purge */
+    /* Change tracking (store/changes.c): */
+    uint64_t all_stamp;                  /* the newest change that touched every row's value */
+    uint64_t tracked_reads;              /* stats[READ] after the last tracked batch */
+    int has_track;                       /* its "E" record was found */
+    int track_ok;                        /* every applied change of it was tracked */
+    int all_pending;                     /* this batch changed values without key writes */
 } cdc__table;
 
 /* ---- A table's rows in its family ----
@@ -183,6 +189,8 @@ struct cdc_store {
     size_t nscales;
     uint64_t next_dlq;
     uint64_t run_epoch;                  /* epoch of input without positions, this session */
+    uint64_t history;                    /* the line of history (store/changes.c) ... */
+    uint64_t stamp;                      /* ... and its newest change stamp */
     cdc_log_fn log;
     void *log_opaque;
     cdc__buf getkey, getval, getkj;             /* cdc_store_get's borrowed result */
@@ -235,6 +243,28 @@ void cdc__pos_insert(cdc_store_t *st, size_t i, char *topic, int32_t partition, 
 /* Meta keys. */
 void cdc__meta_key_pos(cdc__buf *k, const char *topic, int32_t partition);
 void cdc__meta_key_mark(cdc__buf *k, const char *topic, int32_t partition, int64_t offset);
+
+/* ---- Change tracking (store/changes.c) ---- */
+
+/* The length of the bucket (a prefix) of an encoded key. */
+size_t cdc__change_bucket_len(const char *key, size_t len);
+/* The meta key of table t's bucket b[0..n), into k (reset first). */
+void cdc__change_bucket_key(cdc__buf *k, const cdc__table *t, const char *b, size_t n);
+/* The stamp of the next batch: above every stamp given, and at least the
+ * wall clock in microseconds. */
+uint64_t cdc__change_stamp_next(const cdc_store_t *st);
+/* Adds to wb what a batch of stamp stamp records besides its buckets: the
+ * store's stamp and line of history, and for each table the batch touched
+ * (its counters are dirty) or changed as a whole (all_pending) its "E"
+ * record.  Call before the tables are flushed; updates memory. */
+void cdc__changes_commit(cdc_store_t *st, rocksdb_writebatch_t *wb, uint64_t stamp);
+/* load_meta's part: the decoding of a table's "E" record and of the
+ * store's "N" record.  CDC_ECORRUPT. */
+int cdc__changes_load_table(cdc__table *t, const char *v, size_t vl);
+int cdc__changes_load_store(cdc_store_t *st, const char *v, size_t vl);
+/* After load_meta: which tables were tracked throughout; and, for a
+ * writable open, a new line of history, written now.  CDC_EIO. */
+int cdc__changes_open(cdc_store_t *st, cdc_error_t *err);
 
 /* The effective state of a stored value under the table's floor. */
 static inline void cdc__apply_floor(const cdc__table *t, cdc__value *v)

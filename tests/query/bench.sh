@@ -21,6 +21,8 @@
 # as fast as DuckDB's COPY TO, a Delta refresh after 1% changed rows under a
 # tenth of a full export.  Each figure is printed with the load average at
 # the time, and appended to $QUERY_BENCH_DIR/results.jsonl.
+# QUERY_BENCH_ONLY=delta runs only the data, the replica and the Delta part
+# (no PostgreSQL, hashes, reconciles, CSV or Parquet exports, DuckDB).
 # Data are generated once per row count and kept in $QUERY_BENCH_DIR
 # (default /tmp/cdcbench); QUERY_BENCH_KEEP=1 keeps PostgreSQL's data and
 # the exported files too.  The typed part needs the test venv (tests/lib/venv.sh:
@@ -36,6 +38,7 @@ DIR=${QUERY_BENCH_DIR:-/tmp/cdcbench}
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 PORT=${QUERY_BENCH_PORT:-55442}
 REPS=${QUERY_BENCH_REPS:-1}
+ONLY=${QUERY_BENCH_ONLY:-}
 D=$DIR/n$N
 mkdir -p "$D" && chmod 755 "$DIR" && chmod 777 "$D" # the server writes COPY TO files here
 
@@ -96,6 +99,7 @@ t0=$(now)
 "$CDC" apply --db "$D/replica" --quiet /dev/null || exit 1
 report "settle the replica (read-write open: replay and flush the log)" "$(calc "$(now) - $t0")"
 
+if [ "$ONLY" != delta ]; then
 # ---- PostgreSQL ----
 rm -rf "$PG" && mkdir -p "$PG" && chown postgres "$PG" 2>/dev/null
 as_pg "$PGBIN/initdb" -D "$PG/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null || exit 1
@@ -154,6 +158,7 @@ for algo in md5 lookup3; do
     report "reconcile, one changed row, $algo" "$t" "found: $found"
 done
 
+fi
 # ---- Typed exports: Parquet and Delta (issue 12) ----
 [ "${QUERY_BENCH_TYPED:-1}" = 1 ] || exit 0
 if [ ! -f "$ROOT/tests/lib/venv.sh" ]; then echo "bench: no tests/lib/venv.sh: the typed part is skipped"; exit 0; fi
@@ -179,6 +184,8 @@ oneline() { printf '%s' "$1" | tr '\t\n' '  '; }
 "$CDC" apply --db "$D/replica" --quiet "$T/schema.jsonl" || exit 1
 echo "typed by one envelope with a schema: $("$CDC" get --db "$D/replica" --table public.bench '[1]')"
 
+declare -A duck_t duck_b pq_t pq_b
+if [ "$ONLY" != delta ]; then
 # DuckDB: bench.csv into an in-memory table with the source's types (the
 # load is reported, not compared), then COPY of that table TO a Parquet file,
 # with DuckDB's defaults otherwise (every core, row groups of 122,880 rows).
@@ -211,7 +218,6 @@ for codec in ("zstd", "snappy"):
     print(f"{codec}\t{best:.3f}\t{os.path.getsize(path)}")
 PY
 [ -s "$T/duck.tsv" ] || { echo "bench: DuckDB failed:" >&2; tail -5 "$T/duck.err" >&2; }
-declare -A duck_t duck_b
 while IFS=$'\t' read -r what sec x; do
     if [ "$what" = load ]; then
         report "DuckDB: load bench.csv into a table (not compared)" "$(calc "$sec")" "$(calc "$N / $sec" 0) rows/s, $x"
@@ -222,7 +228,6 @@ while IFS=$'\t' read -r what sec x; do
 done < "$T/duck.tsv"
 
 # cdcstore export --format parquet of the replica.
-declare -A pq_t pq_b
 for codec in zstd snappy; do
     t=$(timeit "$CDC" export --db "$D/replica" --table public.bench --format parquet --compression "$codec" \
         --output "$T/cdc.$codec.parquet")
@@ -269,6 +274,7 @@ print("MISMATCH " + "; ".join(bad) if bad else
 PY
 )
 report "check: the Parquet files read back by DuckDB" "$(calc "$(now) - $t0")" "$(oneline "$chk")"
+fi
 
 # Delta, the whole table into a new directory: default --file-rows
 # (1,000,000) and 100,000 (smaller files, a finer refresh).
@@ -348,7 +354,7 @@ for codec in zstd snappy; do
     printf '  Parquet, %s: cdcstore export %s s, %s bytes; DuckDB COPY TO %s s, %s bytes: %s (goal: as fast)\n' \
         "$codec" "${pq_t[$codec]}" "${pq_b[$codec]}" "${duck_t[$codec]}" "${duck_b[$codec]}" "$v"
 done
-printf '  CSV: cdcstore export %s bytes; PostgreSQL COPY TO %s s, %s bytes\n' "$bytes" "$copy_t" "$cbytes"
+[ -n "${copy_t:-}" ] && printf '  CSV: cdcstore export %s bytes; PostgreSQL COPY TO %s s, %s bytes\n' "$bytes" "$copy_t" "$cbytes"
 for kind in clustered scattered; do
     for fr in "${FRS[@]}"; do
         r=$(calc "${ref_t[$kind$fr]} / ${full_t[$fr]}" 3)

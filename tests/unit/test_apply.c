@@ -593,6 +593,231 @@ Test(schema, added_column_takes_the_schema_default)
     free(dir);
 }
 
+/* ---- Changed key ranges (store/changes.c) ---- */
+
+typedef struct ranges_seen {
+    int n;
+    char lo[8][16], hi[8][16];
+    size_t lol[8], hil[8];
+} ranges_seen;
+
+static int take_range(void *opaque, const char *lo, size_t lol, const char *hi, size_t hil)
+{
+    ranges_seen *r = opaque;
+    cr_assert_lt(r->n, 8);
+    cr_assert(lol <= 16 && hil <= 16);
+    memcpy(r->lo[r->n], lo, lol);
+    memcpy(r->hi[r->n], hi, hil);
+    r->lol[r->n] = lol;
+    r->hil[r->n++] = hil;
+    return 0;
+}
+
+static ranges_seen changed_since(cdc_store_t *st, const cdc_change_point_t *p, int *all)
+{
+    ranges_seen r = {0};
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_changed_since(st, "public.orders", p, take_range, &r, all, &e), 0, "%s", e.msg);
+    return r;
+}
+
+/* The encoded key of one integer (store/codec.c). */
+static void int_key(long long v, char out[9])
+{
+    uint64_t u = (uint64_t)v ^ (1ULL << 63);
+    out[0] = 0x20;
+    for (int i = 0; i < 8; i++) out[1 + i] = (char)(u >> (56 - 8 * i));
+}
+
+Test(changes, buckets_of_written_keys_since_a_point)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    recs rs = {0};
+    for (int k = 1; k <= 3; k++)
+        recs_add(&rs, T, 0, k, fmt("{\"order_id\":%d}", k * 50000),
+                 env_t("public.orders", "c", NULL, fmt_static(k * 50000, "{\"order_id\":%d,\"v\":\"a%d\"}"),
+                       100 + (unsigned long long)k, "false"));
+    tu_apply(st, rs.r, rs.n);
+    cdc_change_point_t p0, p1;
+    cr_assert_eq(cdc_store_change_point(st, &p0, NULL), 0);
+    cr_assert_neq(p0.history, 0);
+    int all;
+    changed_since(st, &p0, &all);
+    cr_assert_eq(all, 0);
+    /* 50,000 and 100,000 lie in buckets [0, 65,536) and [65,536, 131,072) */
+    recs_add(&rs, T, 0, 4, strdup("{\"order_id\":100000}"),
+             env_t("public.orders", "u", NULL, "{\"order_id\":100000,\"v\":\"b\"}", 200, "false"));
+    recs_add(&rs, T, 0, 5, strdup("{\"order_id\":50000}"),
+             env_t("public.orders", "d", "{\"order_id\":50000}", NULL, 201, "false"));
+    tu_apply(st, rs.r + 3, 2);
+    ranges_seen r = changed_since(st, &p0, &all);
+    cr_assert_eq(all, 0);
+    cr_assert_eq(r.n, 2);
+    char k[9];
+    int_key(0, k);
+    cr_assert(r.lol[0] == 7 && !memcmp(r.lo[0], k, 7), "the bucket of 50,000 starts at 0");
+    int_key(65536, k);
+    cr_assert(r.hil[0] == 7 && !memcmp(r.hi[0], k, 7), "and ends at 65,536");
+    cr_assert(r.lol[1] == 7 && !memcmp(r.lo[1], k, 7));
+    int_key(131072, k);
+    cr_assert(r.hil[1] == 7 && !memcmp(r.hi[1], k, 7));
+    /* a stale event writes nothing: no bucket */
+    cr_assert_eq(cdc_store_change_point(st, &p1, NULL), 0);
+    cr_assert_gt(p1.stamp, p0.stamp);
+    recs_add(&rs, T, 0, 6, strdup("{\"order_id\":150000}"),
+             env_t("public.orders", "u", NULL, "{\"order_id\":150000,\"v\":\"old\"}", 50, "false"));
+    tu_apply(st, rs.r + 5, 1);
+    r = changed_since(st, &p1, &all);
+    cr_assert_eq(all, 0);
+    cr_assert_eq(r.n, 0);
+    /* a point of no line of this replica, or ahead of it: not known */
+    cdc_change_point_t other = {p1.history ^ 1, 1}, ahead = {p1.history, p1.stamp + 1000000000};
+    changed_since(st, &other, &all);
+    cr_assert_eq(all, 1);
+    changed_since(st, &ahead, &all);
+    cr_assert_eq(all, 1);
+    /* a reopen starts a new line; the old point still answers */
+    cdc_store_close(st);
+    st = tu_open(dir);
+    cdc_change_point_t p2;
+    cr_assert_eq(cdc_store_change_point(st, &p2, NULL), 0);
+    cr_assert_neq(p2.history, p1.history);
+    cr_assert_gt(p2.stamp, p1.stamp);
+    r = changed_since(st, &p0, &all);
+    cr_assert_eq(all, 0);
+    cr_assert_eq(r.n, 2);
+    recs_free(&rs);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/* Text keys: a bucket is the tag and the first two bytes. */
+Test(changes, text_keys_by_their_first_two_bytes)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    recs rs = {0};
+    const char *ids[] = {"aa1", "ab2", "ab3", "zz"};
+    for (int k = 0; k < 4; k++) {
+        char *after = fmt("{\"sku\":\"%s\",\"v\":%d}", ids[k], k);
+        recs_add(&rs, T, 0, k, fmt("{\"sku\":\"%s\"}", ids[k]),
+                 env_t("public.orders", "c", NULL, after, 100 + (unsigned long long)k, "false"));
+        free(after);
+    }
+    tu_apply(st, rs.r, rs.n);
+    cdc_change_point_t p;
+    cr_assert_eq(cdc_store_change_point(st, &p, NULL), 0);
+    recs_add(&rs, T, 0, 4, strdup("{\"sku\":\"ab3\"}"),
+             env_t("public.orders", "u", NULL, "{\"sku\":\"ab3\",\"v\":9}", 200, "false"));
+    recs_add(&rs, T, 0, 5, strdup("{\"sku\":\"ab2\"}"),
+             env_t("public.orders", "d", "{\"sku\":\"ab2\"}", NULL, 201, "false"));
+    tu_apply(st, rs.r + 4, 2);
+    int all;
+    ranges_seen r = changed_since(st, &p, &all);
+    cr_assert_eq(all, 0);
+    cr_assert_eq(r.n, 1, "ab2 and ab3 share a bucket");
+    cr_assert(r.lol[0] == 3 && !memcmp(r.lo[0], "\x30" "ab", 3));
+    cr_assert(r.hil[0] == 3 && !memcmp(r.hi[0], "\x30" "ac", 3));
+    recs_free(&rs);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/* A damaged write-ahead log rolls the replica back: a point it no longer
+ * reaches is not known, whatever is applied after. */
+Test(changes, a_rollback_past_a_point_forgets_it)
+{
+    enum { N = 3000, BATCH = 500 };
+    char *dir = tu_tmpdir();
+    static char keys[N][32], *envs[N];
+    static cdc_record_t recs[N];
+    for (int i = 0; i < N; i++) {
+        char after[128];
+        snprintf(keys[i], sizeof keys[i], "{\"id\":%d}", i % 700);
+        snprintf(after, sizeof after, "{\"id\":%d,\"v\":\"value %d padded to make the log longer\"}", i % 700, i);
+        envs[i] = tu_env("u", NULL, after, 1000 + (unsigned long long)i, NULL);
+        recs[i] = tu_rec("shop.public.orders", 0, i, keys[i], envs[i]);
+    }
+    cdc_store_t *st = tu_open(dir);
+    for (int i = 0; i < N; i += BATCH) tu_apply(st, recs + i, BATCH);
+    cdc_change_point_t p;
+    cr_assert_eq(cdc_store_change_point(st, &p, NULL), 0);
+    cdc_store_close(st);
+    char logpath[600] = "";
+    DIR *d = opendir(dir);
+    for (struct dirent *de; (de = readdir(d));) {
+        size_t l = strlen(de->d_name);
+        if (l > 4 && !strcmp(de->d_name + l - 4, ".log")) snprintf(logpath, sizeof logpath, "%s/%s", dir, de->d_name);
+    }
+    closedir(d);
+    FILE *f = fopen(logpath, "r+b");
+    cr_assert(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, size / 3, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, size / 3, SEEK_SET);
+    fputc(c ^ 0xff, f);
+    fclose(f);
+    st = tu_open(dir);
+    int64_t pos = -1;
+    cr_assert_eq(cdc_store_position(st, "shop.public.orders", 0, &pos, NULL), 0);
+    cr_assert_lt(pos, N - 1, "the replica rolled back");
+    int all;
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_changed_since(st, "public.orders", &p, NULL, NULL, &all, &e), 0, "%s", e.msg);
+    cr_assert_eq(all, 1);
+    tu_apply(st, recs + pos + 1, (size_t)(N - 1 - pos));
+    cr_assert_eq(cdc_store_changed_since(st, "public.orders", &p, NULL, NULL, &all, &e), 0, "%s", e.msg);
+    cr_assert_eq(all, 1, "the records applied again do not bring the point back");
+    cdc_store_close(st);
+    for (int i = 0; i < N; i++) free(envs[i]);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/* A default that changes (or becomes known) changes what every row without
+ * the column reads: the whole table changed. */
+Test(changes, a_changed_default_changes_the_whole_table)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    recs rs = {0};
+    long o = 0;
+    for (int k = 1; k <= 2; k++)
+        recs_add(&rs, T, 0, o++, fmt("{\"order_id\":%d}", k),
+                 env_schema("r", "[" F_ID "," F_V("int32") "]", fmt_static(k, "{\"order_id\":%d,\"v\":%d}"), 100,
+                            k == 2 ? "last" : "true"));
+    tu_apply(st, rs.r, rs.n);
+    const char *region = "[" F_ID "," F_V("int32") ",{\"type\":\"string\",\"optional\":true,\"default\":\"%s\","
+                         "\"field\":\"region\"}]";
+    char fields[512];
+    int all;
+    cdc_change_point_t p;
+    const char *dflt[] = {"eu", "eu", "asia"};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(cdc_store_change_point(st, &p, NULL), 0);
+        snprintf(fields, sizeof fields, region, dflt[i]);
+        recs_add(&rs, T, 0, o, strdup("{\"order_id\":1}"),
+                 env_schema("u", fields, "{\"order_id\":1,\"v\":5,\"region\":\"us\"}", 200 + (unsigned long long)i,
+                            "false"));
+        tu_apply(st, rs.r + o++, 1);
+        ranges_seen r = changed_since(st, &p, &all);
+        cr_assert_eq(all, i != 1, "default %s after %s", dflt[i], i ? dflt[i - 1] : "none");
+        if (i == 1) cr_assert_eq(r.n, 1, "the same default: only the key written");
+    }
+    char *v = tu_export(st, "public.orders", 0);
+    cr_assert_str_eq(v, "order_id,v,region\n1,5,us\n2,2,asia\n");
+    free(v);
+    recs_free(&rs);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
+
 /* A type change that keeps every value (int4 -> int8, a larger NUMERIC
  * scale) is applied; one that can change values the source rewrote
  * without events (int4 -> text here, NUMERIC scale 2 -> 0) stops the table:

@@ -18,6 +18,11 @@
 
 #include "cdcstore.h"
 #include "testutil.h"
+#include "store.h"
+
+/* query/query.h's, which cannot be included beside store.h (both name a
+ * cdc__scan): the JSON array of an encoded key. */
+int cdc__key_json_array(const char *key, size_t len, cdc__buf *out);
 
 #define TOPIC "shop.public.orders"
 
@@ -236,6 +241,439 @@ Test(delta, another_writers_commit_is_refused)
     cr_assert_eq(cdc_export_delta(st, "public.orders", dl, &o, &r, &e), CDC_EINVAL);
     cr_assert_eq(cdc_export_delta(st, "public.none", dl, NULL, &r, &e), CDC_ENOTFOUND);
     free(p);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(db);
+    free(dl);
+    free(dir);
+}
+
+/* ---- Refresh by the replica's change tracking ---- */
+
+/* Every active file of version last holds exactly the rows of its key
+ * range as the replica holds them now: the count and the hash sum its tags
+ * record against the replica's rows of [cdcstore.lower, cdcstore.upper)
+ * (tags summed from the rows written to the file, query/delta.c), and
+ * the files' rows add up to the replica's.  Returns the number of files. */
+static int check_matches_replica(cdc_store_t *st, const char *dir, int last)
+{
+    enum { MAXF = 4096 };
+    static char *paths[MAXF], *lows[MAXF], *ups[MAXF];
+    static unsigned long long rows[MAXF], hashes[MAXF];
+    int n = 0;
+    for (int v = 0; v <= last; v++) {
+        char *t = commit_text(dir, v);
+        for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n")) {
+            char *pa = strstr(line, "\"path\":\"");
+            if (!pa) continue;
+            pa += 8;
+            size_t pl = (size_t)(strchr(pa, '"') - pa);
+            if (!strncmp(line, "{\"add\"", 6)) {
+                cr_assert_lt(n, MAXF);
+                char *lo = strstr(line, "\"cdcstore.lower\":\"") + 18, *up = strstr(line, "\"cdcstore.upper\":\"") + 18;
+                paths[n] = strndup(pa, pl);
+                lows[n] = strndup(lo, (size_t)(strchr(lo, '"') - lo));
+                ups[n] = strndup(up, (size_t)(strchr(up, '"') - up));
+                rows[n] = strtoull(strstr(line, "\"cdcstore.rows\":\"") + 17, NULL, 10);
+                hashes[n++] = strtoull(strstr(line, "\"cdcstore.hash\":\"") + 17, NULL, 16);
+            } else if (!strncmp(line, "{\"remove\"", 9)) {
+                for (int i = 0; i < n; i++)
+                    if (strlen(paths[i]) == pl && !strncmp(paths[i], pa, pl)) {
+                        free(paths[i]);
+                        free(lows[i]);
+                        free(ups[i]);
+                        n--;
+                        paths[i] = paths[n], lows[i] = lows[n], ups[i] = ups[n];
+                        rows[i] = rows[n], hashes[i] = hashes[n];
+                        break;
+                    }
+            }
+        }
+        free(t);
+    }
+    unsigned long long total = 0, replica = 0;
+    for (int i = 0; i < n; i++) {
+        cdc__buf json[2] = {{0}, {0}};
+        const char *hex[2] = {lows[i], ups[i]};
+        for (int b = 0; b < 2; b++) {
+            if (!*hex[b]) continue;
+            cdc__buf key = {0};
+            for (const char *h = hex[b]; h[0] && h[1]; h += 2) {
+                unsigned x;
+                sscanf(h, "%2x", &x);
+                cdc__buf_putc(&key, (char)x);
+            }
+            cr_assert_eq(cdc__key_json_array(key.p, key.len, &json[b]), 0);
+            cdc__buf_putc(&json[b], 0);
+            cdc__buf_free(&key);
+        }
+        cdc_iter_options_t io = {.lower_json = json[0].p, .upper_json = json[1].p};
+        cdc_iter_t *it;
+        cr_assert_eq(cdc_iter_open(st, "public.orders", &io, &it, NULL), 0);
+        cdc_row_t row;
+        unsigned long long nr = 0, h = 0;
+        while (cdc_iter_next(it, &row, NULL) == 1) {
+            nr++;
+            h += cdc_row_hash(&row, CDC_HASH_LOOKUP3);
+        }
+        cdc_iter_close(it);
+        cr_assert_eq(nr, rows[i], "file %s [%s, %s): %llu rows, the replica %llu", paths[i], lows[i], ups[i],
+                     rows[i], nr);
+        cr_assert_eq(h, hashes[i], "file %s [%s, %s): its rows differ from the replica's", paths[i], lows[i], ups[i]);
+        total += rows[i];
+        cdc__buf_free(&json[0]);
+        cdc__buf_free(&json[1]);
+        free(paths[i]);
+        free(lows[i]);
+        free(ups[i]);
+    }
+    cdc_iter_t *it;
+    cr_assert_eq(cdc_iter_open(st, "public.orders", NULL, &it, NULL), 0);
+    cdc_row_t row;
+    while (cdc_iter_next(it, &row, NULL) == 1) replica++;
+    cdc_iter_close(it);
+    cr_assert_eq(total, replica, "the files hold %llu rows, the replica %llu", total, replica);
+    return n;
+}
+
+/* Rows of keys spaced 10,000 apart (ids 10,000 .. 10,000,000): a file of 100
+ * rows spans 1,000,000 ids, wider than the replica's change buckets. */
+static void put_spaced(cdc_store_t *st, int from, int to, unsigned long long lsn, const char *note,
+                       const char *op, const char *snapshot)
+{
+    size_t n = (size_t)(to - from + 1);
+    cdc_record_t *r = calloc(n, sizeof *r);
+    char **keys = calloc(n, sizeof *keys), **vals = calloc(n, sizeof *vals);
+    for (int k = from; k <= to; k++) {
+        size_t i = (size_t)(k - from);
+        keys[i] = tu_fmt("{\"order_id\":%d}", k * 10000);
+        char *after = tu_fmt("{\"order_id\":%d,\"v\":%d,\"note\":\"%s\"}", k * 10000, k, note);
+        const char *snap = snapshot;
+        if (snapshot && !strcmp(snapshot, "last") && k != to) snap = k == from ? "first" : "true";
+        vals[i] = tu_env(op, NULL, after, lsn + (snapshot ? 0 : i), snap);
+        free(after);
+        r[i] = tu_rec(TOPIC, 0, (long)(lsn + i), keys[i], vals[i]);
+    }
+    cdc_apply_result_t res = tu_apply(st, r, n);
+    cr_assert_eq(res.dead_letters, 0);
+    for (size_t i = 0; i < n; i++) {
+        free(keys[i]);
+        free(vals[i]);
+    }
+    free(keys);
+    free(vals);
+    free(r);
+}
+
+static void put_one(cdc_store_t *st, long id, unsigned long long lsn, const char *note)
+{
+    char *key = tu_fmt("{\"order_id\":%ld}", id);
+    char *after = tu_fmt("{\"order_id\":%ld,\"v\":-1,\"note\":\"%s\"}", id, note);
+    char *val = tu_env("u", NULL, after, lsn, "false");
+    cdc_record_t r = tu_rec(TOPIC, 0, (long)lsn, key, val);
+    tu_apply(st, &r, 1);
+    free(key);
+    free(after);
+    free(val);
+}
+
+static void delete_one(cdc_store_t *st, long id, unsigned long long lsn)
+{
+    char *key = tu_fmt("{\"order_id\":%ld}", id);
+    char *before = tu_fmt("{\"order_id\":%ld}", id);
+    char *val = tu_env("d", before, NULL, lsn, "false");
+    cdc_record_t r = tu_rec(TOPIC, 0, (long)lsn, key, val);
+    tu_apply(st, &r, 1);
+    free(key);
+    free(before);
+    free(val);
+}
+
+/* The paths of version v's add actions, joined by spaces. */
+static char *added_paths(const char *dir, int v)
+{
+    char *t = commit_text(dir, v), *out = strdup("");
+    for (char *p = t; (p = strstr(p, "{\"add\":{\"path\":\"")); p++) {
+        char *a = p + 16, *e = strchr(a, '"');
+        char *o = tu_fmt("%s%.*s ", out, (int)(e - a), a);
+        free(out);
+        out = o;
+    }
+    free(t);
+    return out;
+}
+
+Test(delta_tracked, a_refresh_rewrites_the_changed_ranges_without_reading_the_others)
+{
+    char *dir = tu_tmpdir();
+    char *db = tu_fmt("%s/db", dir), *dl = tu_fmt("%s/orders.delta", dir);
+    cdc_store_t *st = tu_open(db);
+    put_spaced(st, 1, 1000, 1000, "first", "u", NULL);
+    cdc_delta_result_t r = export_delta(st, dl, 100);
+    cr_assert_eq(r.version, 0);
+    cr_assert_eq(r.files_added, 10);
+    char *t0 = commit_text(dl, 0);
+    cr_assert(strstr(t0, "\"cdcstore.stamp\":\""), "the commit records the replica's point");
+    free(t0);
+    char *v0 = added_paths(dl, 0);
+
+    /* nothing changed: nothing read, nothing committed */
+    r = export_delta(st, dl, 100);
+    cr_assert_eq(r.version, -1);
+    cr_assert(r.tracked);
+    cr_assert_eq(r.rows_read, 0);
+
+    /* an update of one key in the second range (ids 1,010,000 .. 2,000,000) */
+    put_one(st, 1500000, 5000, "second");
+    r = export_delta(st, dl, 100);
+    cr_assert_eq(r.version, 1);
+    cr_assert(r.tracked, "the changed ranges came from the replica");
+    cr_assert_eq(r.ranges_changed, 1);
+    cr_assert_eq(r.files_removed, 1);
+    cr_assert_eq(r.files_kept, 9);
+    cr_assert_eq(r.rows_written, 100);
+    cr_assert_eq(r.rows_read, 100, "only the rewritten range was read: %llu rows", (unsigned long long)r.rows_read);
+    char *t1 = commit_text(dl, 1);
+    /* the removed file is version 0's second one; the others stay active */
+    char *second = strchr(v0, ' ') + 1;
+    char *rm = tu_fmt("{\"remove\":{\"path\":\"%.*s\"", (int)(strchr(second, ' ') - second), second);
+    cr_assert(strstr(t1, rm));
+    free(rm);
+    free(t1);
+    cr_assert_eq(check_matches_replica(st, dl, 1), 10);
+
+    /* a delete in the sixth range */
+    delete_one(st, 5550000, 6000);
+    r = export_delta(st, dl, 100);
+    cr_assert(r.tracked);
+    cr_assert_eq(r.ranges_changed, 1);
+    cr_assert_eq(r.rows_written, 99);
+    cr_assert_eq(r.rows_read, 99);
+    cr_assert_eq(check_matches_replica(st, dl, 2), 10);
+
+    /* an insert in the gap between the second and third ranges (their
+     * bound is 2,010,000): its bucket (65,536 ids) straddles the bound, so
+     * both files are rewritten, the others not read */
+    put_one(st, 2005000, 7000, "gap");
+    r = export_delta(st, dl, 100);
+    cr_assert(r.tracked);
+    cr_assert_eq(r.ranges_changed, 2);
+    cr_assert_eq(r.rows_read, 201);
+    cr_assert_eq(check_matches_replica(st, dl, 3), 11, "the second range, 101 rows now, split");
+
+    /* a primary key change: a delete of 8,100,000 and an insert of
+     * 8,500,005, in one transaction, in the ninth range */
+    delete_one(st, 8100000, 8000);
+    put_one(st, 8500005, 8000, "moved");
+    r = export_delta(st, dl, 100);
+    cr_assert(r.tracked);
+    cr_assert_eq(r.ranges_changed, 1);
+    cr_assert_eq(r.rows_read, 100);
+    cr_assert_eq(check_matches_replica(st, dl, 4), 11);
+
+    /* inserts past the end: the last range (open above) grows and splits */
+    put_spaced(st, 1001, 1150, 9000, "new", "c", NULL);
+    r = export_delta(st, dl, 100);
+    cr_assert(r.tracked);
+    cr_assert_eq(r.ranges_changed, 1);
+    cr_assert_eq(r.rows_written, 250);
+    cr_assert_eq(r.files_added, 3);
+    cr_assert_eq(check_matches_replica(st, dl, 5), 13);
+    free(v0);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(db);
+    free(dl);
+    free(dir);
+}
+
+Test(delta_tracked, a_completed_resnapshot_deletes_the_rows_it_lacks)
+{
+    char *dir = tu_tmpdir();
+    char *db = tu_fmt("%s/db", dir), *dl = tu_fmt("%s/orders.delta", dir);
+    cdc_store_t *st = tu_open(db);
+    put_spaced(st, 1, 1000, 100, "first", "r", "last");
+    cdc_delta_result_t r = export_delta(st, dl, 100);
+    cr_assert_eq(r.rows, 1000);
+    /* a new snapshot (epoch 900) without rows 501 .. 1000: the floor it
+     * raises deletes them with no event of theirs */
+    put_spaced(st, 1, 500, 900, "second", "r", "last");
+    r = export_delta(st, dl, 100);
+    cr_assert(r.tracked);
+    cr_assert_eq(r.rows, 500);
+    cr_assert_eq(r.ranges_changed, 10, "every range changed: 1-5 rewritten, 6-10 emptied by the floor");
+    check_matches_replica(st, dl, 1);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(db);
+    free(dl);
+    free(dir);
+}
+
+Test(delta_tracked, a_table_refreshed_from_another_replica_is_hashed)
+{
+    char *dir = tu_tmpdir();
+    char *da = tu_fmt("%s/a", dir), *dbb = tu_fmt("%s/b", dir), *dl = tu_fmt("%s/orders.delta", dir);
+    cdc_store_t *a = tu_open(da), *b = tu_open(dbb);
+    put_spaced(a, 1, 1000, 1000, "first", "u", NULL);
+    put_spaced(b, 1, 1000, 1000, "first", "u", NULL);
+    put_one(a, 3500000, 5000, "only in a");
+    export_delta(a, dl, 100);
+    /* b differs from the table in the fourth range (a's change) and in the
+     * eighth (its own, made after a's export) */
+    put_one(b, 7500000, 6000, "only in b");
+    cdc_delta_result_t r = export_delta(b, dl, 100);
+    cr_assert_not(r.tracked, "another replica's point: every row hashed");
+    cr_assert_eq(r.ranges_changed, 2);
+    cr_assert_eq(r.rows_read, 1000 + 200);
+    check_matches_replica(b, dl, 1);
+    /* b's own commit is tracked from then on */
+    put_one(b, 1500000, 7000, "b again");
+    r = export_delta(b, dl, 100);
+    cr_assert(r.tracked);
+    cr_assert_eq(r.ranges_changed, 1);
+    check_matches_replica(b, dl, 2);
+    /* and a, whose point is not the table's any more, hashes again */
+    r = export_delta(a, dl, 100);
+    cr_assert_not(r.tracked);
+    cr_assert_eq(r.ranges_changed, 3);
+    check_matches_replica(a, dl, 3);
+    cdc_store_close(a);
+    cdc_store_close(b);
+    tu_rmrf(dir);
+    free(da);
+    free(dbb);
+    free(dl);
+    free(dir);
+}
+
+Test(delta_tracked, reopens_and_read_only_opens_keep_the_changes)
+{
+    char *dir = tu_tmpdir();
+    char *db = tu_fmt("%s/db", dir), *dl = tu_fmt("%s/orders.delta", dir);
+    cdc_store_t *st = tu_open(db);
+    put_spaced(st, 1, 1000, 1000, "first", "u", NULL);
+    export_delta(st, dl, 100);
+    put_one(st, 2500000, 5000, "before the reopen");
+    cdc_store_close(st);
+    /* a read-only open (an export beside a running ingest) */
+    cdc_open_options_t ro = {.read_only = 1};
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_open(db, &ro, &st, &e), 0, "%s", e.msg);
+    cdc_delta_result_t r = export_delta(st, dl, 100);
+    cr_assert(r.tracked);
+    cr_assert_eq(r.ranges_changed, 1);
+    check_matches_replica(st, dl, 1);
+    cdc_store_close(st);
+    /* a writer's reopen: a new line of history, the old one still known */
+    st = tu_open(db);
+    put_one(st, 6500000, 6000, "after the reopen");
+    r = export_delta(st, dl, 100);
+    cr_assert(r.tracked);
+    cr_assert_eq(r.ranges_changed, 1);
+    cr_assert_eq(r.rows_read, 100);
+    check_matches_replica(st, dl, 2);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(db);
+    free(dl);
+    free(dir);
+}
+
+/* A copy of the replica taken before an export, put back after it: the
+ * replica went back past the point the table records (what a roll-back of
+ * a damaged write-ahead log does), so a refresh hashes; then the source
+ * delivers the lost records again and the refresh after is tracked. */
+Test(delta_tracked, a_replica_put_back_before_the_tables_point_is_hashed)
+{
+    char *dir = tu_tmpdir();
+    char *db = tu_fmt("%s/db", dir), *dl = tu_fmt("%s/orders.delta", dir), *bak = tu_fmt("%s/bak", dir);
+    cdc_store_t *st = tu_open(db);
+    put_spaced(st, 1, 1000, 1000, "first", "u", NULL);
+    export_delta(st, dl, 100);
+    cdc_store_close(st);
+    char *cmd = tu_fmt("cp -a %s %s", db, bak);
+    cr_assert_eq(system(cmd), 0);
+    free(cmd);
+    st = tu_open(db);
+    put_one(st, 4500000, 5000, "lost");
+    cdc_delta_result_t r = export_delta(st, dl, 100);
+    cr_assert(r.tracked);
+    cr_assert_eq(r.ranges_changed, 1);
+    cdc_store_close(st);
+    cmd = tu_fmt("rm -rf %s && mv %s %s", db, bak, db);
+    cr_assert_eq(system(cmd), 0);
+    free(cmd);
+    st = tu_open(db);
+    r = export_delta(st, dl, 100);
+    cr_assert_not(r.tracked, "the replica is behind the table's point");
+    cr_assert_eq(r.ranges_changed, 1, "the lost change is taken back out of the table");
+    check_matches_replica(st, dl, 2);
+    put_one(st, 4500000, 5000, "lost");
+    put_one(st, 9500000, 5001, "later");
+    r = export_delta(st, dl, 100);
+    cr_assert(r.tracked);
+    cr_assert_eq(r.ranges_changed, 2);
+    check_matches_replica(st, dl, 3);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(db);
+    free(dl);
+    free(bak);
+    free(dir);
+}
+
+/* What a build without change tracking leaves: a batch applied, its
+ * buckets not recorded and the table's "E" record as before it. */
+static void apply_untracked(cdc_store_t *st, long id, unsigned long long lsn)
+{
+    const char ek[] = "E\0public.orders", lo[] = "C\0public.orders\0", hi[] = "C\0public.orders\1";
+    char *e = NULL;
+    size_t vl;
+    char *v = rocksdb_get_cf(st->db, st->ro, st->meta_cf, ek, sizeof ek - 1, &vl, &e);
+    cr_assert(!e && v, "the table has its change record");
+    put_one(st, id, lsn, "untracked");
+    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+    rocksdb_writebatch_put_cf(wb, st->meta_cf, ek, sizeof ek - 1, v, vl);
+    rocksdb_writebatch_delete_range_cf(wb, st->meta_cf, lo, sizeof lo - 1, hi, sizeof hi - 1);
+    rocksdb_write(st->db, st->wo, wb, &e);
+    cr_assert(!e);
+    rocksdb_writebatch_destroy(wb);
+    rocksdb_free(v);
+}
+
+Test(delta_tracked, batches_of_a_build_without_tracking_are_hashed)
+{
+    char *dir = tu_tmpdir();
+    char *db = tu_fmt("%s/db", dir), *dl = tu_fmt("%s/orders.delta", dir);
+    cdc_store_t *st = tu_open(db);
+    put_spaced(st, 1, 1000, 1000, "first", "u", NULL);
+    export_delta(st, dl, 100);
+    apply_untracked(st, 3500000, 5000);
+    cdc_store_close(st);
+    cdc_open_options_t ro = {.read_only = 1};
+    cr_assert_eq(cdc_store_open(db, &ro, &st, NULL), 0);
+    cdc_delta_result_t r = export_delta(st, dl, 100);
+    cr_assert_not(r.tracked, "a read-only open finds the table's counter ahead of its change record");
+    cr_assert_eq(r.ranges_changed, 1);
+    check_matches_replica(st, dl, 1);
+    cdc_store_close(st);
+    /* a writable open marks the table changed as a whole once ... */
+    st = tu_open(db);
+    apply_untracked(st, 5500000, 6000);
+    cdc_store_close(st);
+    st = tu_open(db);
+    r = export_delta(st, dl, 100);
+    cr_assert_not(r.tracked);
+    cr_assert_eq(r.ranges_changed, 1);
+    check_matches_replica(st, dl, 2);
+    /* ... and tracks it from there on */
+    put_one(st, 7500000, 7000, "tracked");
+    r = export_delta(st, dl, 100);
+    cr_assert(r.tracked);
+    cr_assert_eq(r.ranges_changed, 1);
+    cr_assert_eq(r.rows_read, 100);
+    check_matches_replica(st, dl, 3);
     cdc_store_close(st);
     tu_rmrf(dir);
     free(db);
