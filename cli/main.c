@@ -364,7 +364,7 @@ static const char *export_usage =
     "delta: a Delta Lake table in the directory --output (required).  The first\n"
     "  export writes version 0; each later one commits the next version, rewriting\n"
     "  only the files of the key ranges whose rows changed (one file per range of\n"
-    "  --file-rows rows, default 1000000).  Readers keep the previous version\n"
+    "  --file-rows rows, default 250000).  Readers keep the previous version\n"
     "  until the commit, and older versions stay readable.\n"
     "Without --table, every table is exported into the directory --output, as\n"
     "TABLE.csv, TABLE.ndjson, TABLE.parquet or a Delta table TABLE/.\n";

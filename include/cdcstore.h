@@ -426,8 +426,9 @@ typedef struct cdc_export_options {
      * ends at 128 MiB of values) and the pages' compression. */
     uint64_t row_group_rows;
     int compression;         /* CDC_COMPRESS_ZSTD (default), _SNAPPY or _NONE */
-    /* Delta: rows per data file (0: 1,000,000).  A file is one key range,
-     * the unit a refresh rewrites. */
+    /* Delta: rows per data file (0: 250,000).  A file is one key range,
+     * the unit a refresh rewrites: after 1% of a table changed in one key
+     * range a refresh rewrites a file or two (query/delta.c). */
     uint64_t file_rows;
 } cdc_export_options_t;
 

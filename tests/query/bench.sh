@@ -12,7 +12,7 @@
 #   then, typed (issue 12): cdcstore export --format parquet (zstd, snappy)
 #   against DuckDB's COPY of the same rows (loaded from the CSV) TO a Parquet
 #   file; cdcstore export --format delta of the whole table (default
-#   --file-rows and 100,000); its refresh after 1% of the rows changed, in
+#   --file-rows and 1,000,000); its refresh after 1% of the rows changed, in
 #   one contiguous key range and at random keys; file sizes beside, and the
 #   files read back (DuckDB, deltalake) against the replica's count
 #
@@ -277,10 +277,10 @@ report "check: the Parquet files read back by DuckDB" "$(calc "$(now) - $t0")" "
 fi
 
 # Delta, the whole table into a new directory: default --file-rows
-# (1,000,000) and 100,000 (smaller files, a finer refresh).
+# (250,000) and 1,000,000 (larger files, a coarser refresh).
 declare -A full_t
-FRS=(1000000 100000)
-frargs() { [ "$1" = 1000000 ] || echo "--file-rows $1"; }
+FRS=(250000 1000000)
+frargs() { [ "$1" = 250000 ] || echo "--file-rows $1"; }
 for fr in "${FRS[@]}"; do
     # shellcheck disable=SC2046
     t=$(TIMEIT_PREP="rm -rf '$T/delta$fr'" timeit "$CDC" export --db "$D/replica" --table public.bench \
