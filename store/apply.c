@@ -415,12 +415,16 @@ typedef struct apply_ctx {
     cdc__table **floored;            /* tables whose floor this batch raised ... */
     cdc__version *old_floor;         /* ... and their floors before it */
     size_t nfloored;
-    char **vals;                     /* stored values per group (MultiGet) */
+    char **vals;                     /* stored values per group (MultiGet, or the cache) */
     size_t *vlens;
     char **errs;
+    unsigned char *vhit;             /* vals[g] came from the cache (store/vcache.c) ... */
+    cdc__ventry **vent;              /* ... from this entry */
+    uint64_t *vh;                    /* the cache's hash of each group's key */
+    cdc__buf rkeys;                  /* the groups' keys as stored, in group order ... */
+    size_t *rkoff, *rklen;           /* ... where each starts, and its length */
     fold f;                          /* reused across groups */
     cdc__buf out, rowbuf;
-    cdc__buf skey;          /* a key as stored in its table's family (cdc__table_key) */
     cdc__buf keytext, elem; /* a tombstone's key columns (tombstone_key) */
     unsigned char *present; /* the columns an upsert carried (note_columns) */
     size_t prescap;
@@ -616,6 +620,8 @@ static void raise_floor(apply_ctx *a, cdc__table *t, const cdc__event *ev, const
     t->floor = fl;
     t->floor_set = 1;
     t->meta_dirty = 1;
+    /* rows under the new floor are read again, as stored (store/vcache.c) */
+    cdc__vcache_clear(a->st->vc);
 }
 
 /* Chains event i into the group of its (table, key). */
@@ -749,36 +755,82 @@ static int interrupted(const apply_ctx *a, size_t i)
     return i % INTERRUPT_EVERY == 0 && a->opts->interrupt && *a->opts->interrupt;
 }
 
+/* The stored key of group g (read_stored). */
+static const char *rkey(const apply_ctx *a, size_t g) { return a->rkeys.p + a->rkoff[g]; }
+
 static int read_stored(apply_ctx *a)
 {
     size_t ng = a->ngroups;
     qsort(a->groups, ng, sizeof *a->groups, group_cmp);
-    const char **keys = cdc__malloc((ng + 1) * sizeof *keys);
-    size_t *klens = cdc__malloc((ng + 1) * sizeof *klens);
-    const rocksdb_column_family_handle_t **cfs = cdc__malloc((ng + 1) * sizeof *cfs);
     a->vals = cdc__calloc(ng + 1, sizeof *a->vals);
     a->vlens = cdc__calloc(ng + 1, sizeof *a->vlens);
     a->errs = cdc__calloc(ng + 1, sizeof *a->errs);
+    a->vhit = cdc__calloc(ng + 1, 1);
+    a->rkoff = cdc__malloc((ng + 1) * sizeof *a->rkoff);
+    a->rklen = cdc__malloc((ng + 1) * sizeof *a->rklen);
     /* Keys as stored (a prefixed table's carry its id): all in one buffer,
-     * pointed into once it has stopped growing. */
-    cdc__buf_reset(&a->skey);
+     * pointed into once it has stopped growing.  Keys the cache holds are
+     * not read (store/vcache.c). */
+    cdc__buf_reset(&a->rkeys);
     for (size_t g = 0; g < ng; g++) {
-        size_t at = a->skey.len;
-        cdc__table_key(a->groups[g].t, a->groups[g].key, a->groups[g].key_len, &a->skey);
-        klens[g] = a->skey.len - at;
-        cfs[g] = a->groups[g].t->cf;
+        a->rkoff[g] = a->rkeys.len;
+        cdc__table_key(a->groups[g].t, a->groups[g].key, a->groups[g].key_len, &a->rkeys);
+        a->rklen[g] = a->rkeys.len - a->rkoff[g];
     }
-    for (size_t g = 0, at = 0; g < ng; at += klens[g++]) keys[g] = a->skey.p + at;
+    cdc__vcache *vc = a->st->vc;
+    a->vh = cdc__malloc((ng + 1) * sizeof *a->vh);
+    a->vent = cdc__calloc(ng + 1, sizeof *a->vent);
+    for (size_t g = 0; g < ng; g++) a->vh[g] = cdc__vcache_hash(a->groups[g].t->cf, rkey(a, g), a->rklen[g]);
+    /* Each lookup is two dependent cache misses (bucket, entry): the
+     * bucket is fetched 16 keys ahead, the entry 8 ahead. */
+    for (size_t g = 0; g < 16 && g < ng; g++) cdc__vcache_prefetch(vc, a->vh[g], 0);
+    for (size_t g = 0; g < 8 && g < ng; g++) cdc__vcache_prefetch(vc, a->vh[g], 1);
+    size_t *miss = cdc__malloc((ng + 1) * sizeof *miss), nm = 0;
+    for (size_t g = 0; g < ng; g++) {
+        if (g + 16 < ng) cdc__vcache_prefetch(vc, a->vh[g + 16], 0);
+        if (g + 8 < ng) cdc__vcache_prefetch(vc, a->vh[g + 8], 1);
+        cdc__ventry *e = cdc__vcache_find(vc, a->vh[g], a->groups[g].t->cf, rkey(a, g), a->rklen[g]);
+        if (!e) {
+            miss[nm++] = g;
+            continue;
+        }
+        size_t vn;
+        const char *v = cdc__vcache_value(e, &vn);
+        a->vent[g] = e;
+        a->vals[g] = cdc__malloc(vn ? vn : 1);
+        memcpy(a->vals[g], v, vn);
+        a->vlens[g] = vn;
+        a->vhit[g] = 1;
+    }
+    const char **keys = cdc__malloc((nm + 1) * sizeof *keys);
+    size_t *klens = cdc__malloc((nm + 1) * sizeof *klens);
+    const rocksdb_column_family_handle_t **cfs = cdc__malloc((nm + 1) * sizeof *cfs);
+    char **vals = cdc__calloc(nm + 1, sizeof *vals), **errs = cdc__calloc(nm + 1, sizeof *errs);
+    size_t *vlens = cdc__calloc(nm + 1, sizeof *vlens);
+    for (size_t i = 0; i < nm; i++) {
+        keys[i] = rkey(a, miss[i]);
+        klens[i] = a->rklen[miss[i]];
+        cfs[i] = a->groups[miss[i]].t->cf;
+    }
     int rc = 0;
-    for (size_t g = 0; g < ng && !rc; g += INTERRUPT_EVERY) {
-        size_t m = ng - g < INTERRUPT_EVERY ? ng - g : INTERRUPT_EVERY;
-        if (interrupted(a, g)) rc = -EINTR;
-        else rocksdb_multi_get_cf(a->st->db, a->st->ro, cfs + g, m, keys + g, klens + g, a->vals + g,
-                                  a->vlens + g, a->errs + g);
+    for (size_t i = 0; i < nm && !rc; i += INTERRUPT_EVERY) {
+        size_t m = nm - i < INTERRUPT_EVERY ? nm - i : INTERRUPT_EVERY;
+        if (interrupted(a, i)) rc = -EINTR;
+        else rocksdb_multi_get_cf(a->st->db, a->st->ro, cfs + i, m, keys + i, klens + i, vals + i, vlens + i,
+                                  errs + i);
     }
+    for (size_t i = 0; i < nm; i++) {
+        a->vals[miss[i]] = vals[i];
+        a->vlens[miss[i]] = vlens[i];
+        a->errs[miss[i]] = errs[i];
+    }
+    free(miss);
     free(keys);
     free(klens);
     free(cfs);
+    free(vals);
+    free(vlens);
+    free(errs);
     return rc;
 }
 
@@ -829,6 +881,11 @@ static int fold_start(apply_ctx *a, size_t g, start_state *ss)
         int raw_live = !(sv.flags & CDC__F_DELETED);
         cdc__version raw_ver = sv.ver;
         cdc__apply_floor(t, &sv);
+        /* A live row read from RocksDB is kept for the next batches; a
+         * tombstone or a row under the floor is not (store/vcache.c). */
+        if (!a->vhit[g] && raw_live && !(sv.flags & CDC__F_DELETED))
+            a->vent[g] = cdc__vcache_put(a->st->vc, NULL, a->vh[g], t->cf, rkey(a, g), a->rklen[g], a->vals[g],
+                                         a->vlens[g]);
         if (raw_live && (sv.flags & CDC__F_DELETED)) {
             /* A floor raised by this batch deletes the stored row: count it
              * here, as pass 2 skipped keys of the batch; undone when an
@@ -1071,9 +1128,9 @@ static int fold_group(apply_ctx *a, size_t g)
     fold_encode_row(&a->f, &a->rowbuf);
     cdc__buf_reset(&a->out);
     cdc__value_encode(&a->out, a->f.flags, &a->f.ver, a->f.ts_ms, a->f.partition, a->rowbuf.p, a->rowbuf.len);
-    cdc__buf_reset(&a->skey);
-    cdc__table_key(t, gr->key, gr->key_len, &a->skey);
-    rocksdb_writebatch_put_cf(a->wb, t->cf, a->skey.p, a->skey.len, a->out.p, a->out.len);
+    rocksdb_writebatch_put_cf(a->wb, t->cf, rkey(a, g), a->rklen[g], a->out.p, a->out.len);
+    if (a->f.flags & CDC__F_DELETED) cdc__vcache_del(a->st->vc, a->vh[g], t->cf, rkey(a, g), a->rklen[g]);
+    else cdc__vcache_put(a->st->vc, a->vent[g], a->vh[g], t->cf, rkey(a, g), a->rklen[g], a->out.p, a->out.len);
     note_change(a, t, gr->key, gr->key_len);
     return 0;
 }
@@ -1147,15 +1204,21 @@ static void ctx_init(apply_ctx *a, size_t n)
 static void ctx_free(apply_ctx *a)
 {
     for (size_t g = 0; a->vals && g < a->ngroups; g++) {
-        if (a->vals[g]) rocksdb_free(a->vals[g]);
+        if (a->vals[g] && a->vhit[g]) free(a->vals[g]);
+        else if (a->vals[g]) rocksdb_free(a->vals[g]);
         if (a->errs[g]) rocksdb_free(a->errs[g]);
     }
     free(a->vals);
+    free(a->vhit);
+    free(a->vent);
+    free(a->vh);
+    free(a->rkoff);
+    free(a->rklen);
+    cdc__buf_free(&a->rkeys);
     free(a->vlens);
     free(a->errs);
     free(a->f.cols);
     cdc__buf_free(&a->out);
-    cdc__buf_free(&a->skey);
     cdc__buf_free(&a->rowbuf);
     cdc__buf_free(&a->keytext);
     free(a->present);
@@ -1214,6 +1277,7 @@ int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__even
      * (perf level "count"), through thread-local storage on every memtable
      * comparison; nothing here reads those counters. */
     rocksdb_set_perf_level(rocksdb_disable);
+    if (!st->vc) st->vc = cdc__vcache_new(0);
     ctx_init(&a, n);
     a.stamp = cdc__change_stamp_next(st);
     for (a.taken = 0; a.taken < n && !rc && !a.stopped; a.taken++)
@@ -1236,7 +1300,11 @@ int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__even
     /* An interrupted or failed batch may have moved the in-memory epoch
      * marks, floors and table metadata that its write would have stored:
      * no further apply until the store is reopened from what it holds. */
-    if (rc && rc != CDC_ESTOPPED) st->broken = 1;
+    if (rc && rc != CDC_ESTOPPED) {
+        st->broken = 1;
+        cdc__vcache_clear(st->vc); /* it may hold rows of the batch not written */
+    }
+    cdc__vcache_trim(st->vc);
     ctx_free(&a);
     events_free(evs, n);
     return rc;

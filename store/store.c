@@ -1125,6 +1125,7 @@ void cdc_store_close(cdc_store_t *st)
     if (st->wo) rocksdb_writeoptions_destroy(st->wo);
     if (st->wo_sync) rocksdb_writeoptions_destroy(st->wo_sync);
     cdc__purge_free(st->purge); /* after the close: compactions hold on to it */
+    cdc__vcache_free(st->vc);
     if (st->opts) rocksdb_options_destroy(st->opts);
     if (st->topts) rocksdb_block_based_options_destroy(st->topts);
     if (st->cache) rocksdb_cache_destroy(st->cache);

@@ -160,6 +160,31 @@ void cdc__purge_publish(cdc_store_t *st);
  * them dirty); returns how many. */
 uint64_t cdc__purge_fold(cdc__table *t);
 
+/* ---- The newest values of recently applied keys (store/vcache.c) ----
+ * Keyed by column family and stored key (h: cdc__vcache_hash of both); a
+ * hit is the value as stored.  Only the apply uses it (one thread).  An
+ * entry found stays valid until its own key is put or deleted, the cache is
+ * cleared, or cdc__vcache_trim evicts. */
+typedef struct cdc__vcache cdc__vcache;
+typedef struct cdc__ventry cdc__ventry;
+cdc__vcache *cdc__vcache_new(size_t budget); /* 0: the default budget */
+void cdc__vcache_free(cdc__vcache *c);
+void cdc__vcache_clear(cdc__vcache *c);
+uint64_t cdc__vcache_hash(const void *cf, const char *k, size_t kn);
+/* Prefetches the bucket of h (entry 0), or its first entry (entry 1). */
+void cdc__vcache_prefetch(const cdc__vcache *c, uint64_t h, int entry);
+cdc__ventry *cdc__vcache_find(cdc__vcache *c, uint64_t h, const void *cf, const char *k, size_t kn);
+const char *cdc__vcache_value(const cdc__ventry *e, size_t *vn);
+/* Keeps v as the key's value; e: the key's entry when found, else NULL.
+ * Returns the key's entry now, or NULL when v is too large to keep. */
+cdc__ventry *cdc__vcache_put(cdc__vcache *c, cdc__ventry *e, uint64_t h, const void *cf, const char *k, size_t kn,
+                     const char *v, size_t vn);
+void cdc__vcache_del(cdc__vcache *c, uint64_t h, const void *cf, const char *k, size_t kn);
+/* Evicts entries until the cache is within its budget. */
+void cdc__vcache_trim(cdc__vcache *c);
+/* Gives st an empty cache of budget bytes (tests: eviction at every batch). */
+void cdc__store_set_vcache(cdc_store_t *st, size_t budget);
+
 struct cdc_store {
     char *dir;
     rocksdb_t *db;
@@ -177,6 +202,8 @@ struct cdc_store {
     uint64_t min_free;                   /* bytes that must stay free (cdc_open_options_t) */
     int broken;                          /* a write failed: in-memory state is not trusted */
     cdc__purge *purge;                   /* the compaction filter's rules and counts (gc.c) */
+    cdc__vcache *vc;                     /* recently applied live rows (vcache.c); NULL until the
+                                          * first apply */
     cdc__table **tables;
     size_t ntables;
     uint32_t *tabhash;                   /* open addressing over tables by name: index + 1, 0 empty */
