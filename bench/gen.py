@@ -135,9 +135,13 @@ class Medium(Shape):
 
 class Narrow(Shape):
     """public.items_narrow(id bigint, qty int, label text): a counter with a short label, about
-    40 bytes of JSON per row image; NULLs, empty strings and the special notes kept."""
+    40 bytes of JSON per row image; NULLs, empty strings and the special notes kept, but for a
+    label of exactly \\.: PostgreSQL's COPY quotes that one only in a table of one column, this
+    generator and cdcstore's export always (both read back the same), so the unpadded label would
+    make the PostgreSQL peer's CSV differ by its quotes alone."""
     name, table = "narrow", "items_narrow"
     columns = (("id", "bigint"), ("qty", "int"), ("label", "text"))
+    specials = tuple(n for n in SPECIAL_NOTES if n != "\\.")
 
     @staticmethod
     def label(g):
@@ -145,7 +149,7 @@ class Narrow(Shape):
         if r < 0.02:
             return None
         if r < 0.05:
-            return g.rng.choice(SPECIAL_NOTES)
+            return g.rng.choice(Narrow.specials)
         return " ".join(g.rng.choice(WORDS) for _ in range(g.rng.randint(1, 2)))
 
     def new_row(self, g, ms):
