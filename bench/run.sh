@@ -5,7 +5,9 @@
 # time (never two benchmarks at once: the machine has 2 cores): cdcstore itself, the design
 # document's apply_batch procedure on a PostgreSQL 15 started here, SQLite, Spark + Delta, and the
 # two limits (cJSON decoding only, RocksDB blind writes). Each system's final state is compared with
-# the expected CSV before its figure counts. Writes bench/RESULTS.md and bench/throughput.png.
+# the expected CSV before its figure counts. The shapes step does the same for cdcstore, SQLite and
+# PostgreSQL on three row shapes (3, 6 and 30 columns) side by side. Writes bench/RESULTS.md and
+# bench/throughput.png.
 #
 # Environment (all optional):
 #   BENCH_EVENTS (1000000)  BENCH_KEYS (100000)  BENCH_ROW_WIDTH (100)  BENCH_SEED (42)
