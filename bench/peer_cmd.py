@@ -6,6 +6,8 @@
       peak RSS from time -v), then `cdcstore export --db DIR --table public.items --format csv`
       compared byte for byte with E; disk = bytes allocated under DIR after the apply.
   peer_cmd.py cdcstore ... --sync        the same with `apply --sync` (fsync every batch)
+  peer_cmd.py cdcstore ... --shape S     a stream of gen.py's row shape S (its table exported),
+                                         recorded as the shapes step's "shape-cdcstore"
   peer_cmd.py decode --bin decode_only --events F --threads T
   peer_cmd.py rocksdb --bin rocksdb_raw --events F --db DIR
 
@@ -23,6 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import compare_csv, count_lines, dir_bytes, result  # noqa: E402
+from gen import SHAPES  # noqa: E402
 
 TIME = "/usr/bin/time"
 
@@ -57,9 +60,16 @@ def timed(cmd, stdout_path=None):
 def cmd_cdcstore(a):
     n = count_lines(a.events)
     peer = "cdcstore-sync" if a.sync else "cdcstore"
+    table = "public.items"
+    extra = {}
+    if a.shape:
+        peer = "shape-" + peer
+        table = f"public.{SHAPES[a.shape].table}"
+        extra = {"shape": a.shape, "input_bytes": os.path.getsize(a.events)}
     if not (os.path.isfile(a.bin) and os.access(a.bin, os.X_OK)):
         result(a.results, peer=peer, batch=a.batch, events=n, status="missing",
-               verified="not run", note=f"{a.bin} does not exist (the CLI is not built yet)")
+               verified="not run", note=f"{a.bin} does not exist (the CLI is not built yet)",
+               **extra)
         return 0
     shutil.rmtree(a.db, ignore_errors=True)
     cmd = [a.bin, "apply", "--db", a.db, "--batch-size", str(a.batch)]
@@ -71,11 +81,11 @@ def cmd_cdcstore(a):
     if rc != 0:
         result(a.results, peer=peer, batch=a.batch, events=n, status="failed",
                verified="not run", peak_rss_bytes=rss,
-               note=f"apply exited {rc}: {log[-400:]}")
+               note=f"apply exited {rc}: {log[-400:]}", **extra)
         return 1
     disk = dir_bytes(a.db)
     got = a.db.rstrip("/") + ".csv"
-    erc, _, eerr, ewall, erss = timed([a.bin, "export", "--db", a.db, "--table", "public.items",
+    erc, _, eerr, ewall, erss = timed([a.bin, "export", "--db", a.db, "--table", table,
                                        "--format", "csv"], stdout_path=got)
     if erc != 0:
         verified = f"export exited {erc}: {eerr.strip()[-300:]}"
@@ -85,7 +95,7 @@ def cmd_cdcstore(a):
            peak_rss_bytes=rss, disk_bytes=disk,
            status="ok" if verified == "ok" else "failed", verified=verified,
            export_seconds=ewall, export_peak_rss_bytes=erss, cpu_percent=cpu,
-           note=("apply output: " + log.replace("\n", " | ")[-300:]) if log else "")
+           note=("apply output: " + log.replace("\n", " | ")[-300:]) if log else "", **extra)
     if os.path.exists(got):
         os.unlink(got)
     if a.keep and verified == "ok":
@@ -152,6 +162,8 @@ def main():
     c.add_argument("--db", required=True)
     c.add_argument("--sync", action="store_true", help="apply --sync (fsync every batch)")
     c.add_argument("--keep", help="move the verified replica here instead of removing it")
+    c.add_argument("--shape", choices=tuple(SHAPES),
+                   help="the events are of this gen.py row shape (the shapes step's records)")
     d = sub.add_parser("decode")
     d.add_argument("--threads", type=int, default=1)
     r = sub.add_parser("rocksdb")

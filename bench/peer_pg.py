@@ -9,6 +9,9 @@ recreated, a CHECKPOINT is taken, and one psql session runs `CALL apply_batch(fr
 batch of N lines; the time between the first and the last CALL is the figure. The replica's final
 state (items_current ORDER BY id, COPY CSV HEADER) must equal the expected CSV. Memory is the peak
 RSS (VmHWM) of the backend that ran the CALLs; disk is pg_total_relation_size(items_replica).
+With --shape S the table is gen.py's shape S (apply_batch.sql filled with its columns) and the
+record is the shapes step's "shape-postgres"; the COPY's time and its backend's CPU time are kept
+(load_seconds, load_cpu_seconds) for the figure that counts the load.
 """
 
 import argparse
@@ -23,6 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import compare_csv, count_lines, parse_stat_cpu, result  # noqa: E402
+from gen import SHAPES  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -81,10 +85,33 @@ class Cluster:
         return r.stdout
 
 
-def load_events(cluster, events, tmp):
+def apply_batch_sql(shape, tmp):
+    """apply_batch.sql with its {{...}} filled for a gen.py shape's table; returns the file's path."""
+    cols = shape.columns[1:]
+    fill = {
+        "table": shape.table,
+        "column_defs": ", ".join(f"{c} {t}" for c, t in cols),
+        "columns": ", ".join(c for c, _ in cols),
+        "extracts": ",\n             ".join(
+            f"value -> 'after' ->> '{c}' AS {c}" if t == "text"
+            else f"(value -> 'after' ->> '{c}')::{t} AS {c}" for c, t in cols),
+        "set_list": ", ".join(f"{c} = s.{c}" for c, _ in cols),
+        "s_columns": ", ".join(f"s.{c}" for c, _ in cols),
+    }
+    with open(os.path.join(HERE, "apply_batch.sql")) as f:
+        sql = f.read()
+    for k, v in fill.items():
+        sql = sql.replace("{{" + k + "}}", v)
+    path = os.path.join(tmp, f"apply_batch-{shape.table}.sql")
+    with open(path, "w") as f:
+        f.write(sql)
+    return path
+
+
+def load_events(cluster, events, tmp, sql):
     """COPY the events into cdc_events(kafka_offset = line number, msg_key, value jsonb).
 
-    Returns (lines, seconds of the COPY statement alone)."""
+    Returns (lines, seconds of the COPY statement alone, CPU seconds of the backend that ran it)."""
     staged = os.path.join(tmp, "events.csv")
     n = 0
     with open(events, encoding="utf-8") as f, open(staged, "w", encoding="utf-8", newline="") as o:
@@ -95,17 +122,25 @@ def load_events(cluster, events, tmp):
             w.writerow((n, key, rec["payload"] if rec["payload"] is not None else None))
     # csv.writer writes None as an empty unquoted field, which COPY CSV reads as NULL.
     cluster.psql("bench", "-c", "DROP TABLE IF EXISTS cdc_events")
-    cluster.psql("bench", "-f", os.path.join(HERE, "apply_batch.sql"))
+    cluster.psql("bench", "-f", sql)
+    script = os.path.join(tmp, "load.sql")
+    with open(script, "w") as f:
+        f.write("SELECT pg_backend_pid() AS bpid \\gset\n\\setenv BPID :bpid\n")
+        f.write("\\! echo STAT0 $(cat /proc/$BPID/stat)\n")
+        f.write(f"\\copy cdc_events FROM '{staged}' CSV\n")
+        f.write("\\! echo STAT1 $(cat /proc/$BPID/stat)\n")
     t = time.monotonic()
-    cluster.psql("bench", "-c", f"\\copy cdc_events FROM '{staged}' CSV")
+    out = cluster.psql("bench", "-f", script)
     copy_s = time.monotonic() - t                 # JSON text to jsonb happens here
+    stat = {l[:5]: parse_stat_cpu(l[6:]) for l in out.splitlines() if l.startswith("STAT")}
+    copy_cpu = stat["STAT1"] - stat["STAT0"] if len(stat) == 2 else None
     cluster.psql("bench", "-c", "VACUUM ANALYZE cdc_events")
     os.unlink(staged)
-    return n, copy_s
+    return n, copy_s, copy_cpu
 
 
-def run_batch_size(cluster, n_events, batch, expected, tmp):
-    cluster.psql("bench", "-f", os.path.join(HERE, "apply_batch.sql"))
+def run_batch_size(cluster, n_events, batch, expected, tmp, sql, table):
+    cluster.psql("bench", "-f", sql)
     cluster.psql("bench", "-c", "CHECKPOINT")
     script = os.path.join(tmp, f"calls-{batch}.sql")
     with open(script, "w") as f:
@@ -132,10 +167,10 @@ def run_batch_size(cluster, n_events, batch, expected, tmp):
             hwm = int(line.split()[1]) * 1024
     got = os.path.join(tmp, f"pg-{batch}.csv")
     cluster.psql("bench", "-c",
-                 f"\\copy (SELECT * FROM items_current ORDER BY id) TO '{got}' CSV HEADER")
+                 f"\\copy (SELECT * FROM {table}_current ORDER BY id) TO '{got}' CSV HEADER")
     verified = compare_csv(expected, got)
     disk = int(cluster.psql("bench", "-c",
-                            "SELECT pg_total_relation_size('items_replica')").strip())
+                            f"SELECT pg_total_relation_size('{table}_replica')").strip())
     cpu = round(100 * (c1 - c0) / (t1 - t0)) if c0 is not None and c1 is not None else None
     return t1 - t0, hwm, disk, verified, cpu
 
@@ -189,7 +224,13 @@ def main():
     p.add_argument("--results")
     p.add_argument("--reconcile-bin", help="cdcstore binary: also time its reconcile")
     p.add_argument("--reconcile-db", help="a verified cdcstore replica of the same events")
+    p.add_argument("--shape", choices=tuple(SHAPES),
+                   help="the events are of this gen.py row shape (the shapes step's records, "
+                        "\"shape-postgres\"); without it, public.items")
     a = p.parse_args()
+    shape = SHAPES[a.shape or "medium"]
+    peer = "shape-postgres" if a.shape else "postgres"
+    extra = {"shape": a.shape} if a.shape else {}
     a.workdir = os.path.abspath(a.workdir)   # the server runs as postgres: no relative paths
     n_lines = count_lines(a.events)
     cluster = None
@@ -198,22 +239,25 @@ def main():
         cluster = Cluster(a.port, a.workdir)
         cluster.start()
         version = cluster.psql("bench", "-c", "SHOW server_version").strip()
-        n, load_s = load_events(cluster, a.events, tmp)
+        sql = apply_batch_sql(shape, tmp)
+        n, load_s, load_cpu = load_events(cluster, a.events, tmp, sql)
         assert n == n_lines, (n, n_lines)
         for batch in a.batch:
-            secs, hwm, disk, verified, cpu = run_batch_size(cluster, n, batch, a.expected, tmp)
-            result(a.results, peer="postgres", batch=batch, events=n, seconds=secs,
+            secs, hwm, disk, verified, cpu = run_batch_size(cluster, n, batch, a.expected, tmp,
+                                                            sql, shape.table)
+            result(a.results, peer=peer, batch=batch, events=n, seconds=secs,
                    peak_rss_bytes=hwm, disk_bytes=disk, load_seconds=load_s, cpu_percent=cpu,
+                   load_cpu_seconds=load_cpu, **extra,
                    status="ok" if verified == "ok" else "failed", verified=verified,
                    note=f"PostgreSQL {version}, default settings; COPY into cdc_events "
                         f"{load_s:.1f} s not timed; memory = VmHWM of the backend "
                         f"(includes shared_buffers pages it touched)")
-        if a.reconcile_bin and a.reconcile_db and os.path.isdir(a.reconcile_db):
+        if a.reconcile_bin and a.reconcile_db and os.path.isdir(a.reconcile_db) and not a.shape:
             reconcile(cluster, a)
     except Exception as e:  # report, never hide: the driver records the reason
         for batch in a.batch:
-            result(a.results, peer="postgres", batch=batch, events=n_lines, status="failed",
-                   verified="not run", note=f"{type(e).__name__}: {e}"[:500])
+            result(a.results, peer=peer, batch=batch, events=n_lines, status="failed",
+                   verified="not run", note=f"{type(e).__name__}: {e}"[:500], **extra)
         return 1
     finally:
         if cluster:

@@ -16,6 +16,9 @@ import platform
 import re
 import shutil
 import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 PEERS = [  # (key, label, kind)
     ("cdcstore", "cdcstore apply", "system"),
@@ -329,7 +332,140 @@ def latency_settings(rows):
     return out
 
 
-SECTION_KEYS = ("Machine", "Workload", "Goals of issue 5", "Where cdcstore spends", "Reconcile",
+
+# ---- Row shapes (the shapes step) ----
+
+SHAPE_ORDER = ("narrow", "medium", "wide")
+SHAPE_GOALS = (  # (label, key, goal): cdcstore's events/s over the peer's figure, at least `goal`
+    ("SQLite's guarded upsert, load excluded", ("shape-sqlite", False), 5),
+    ("SQLite's guarded upsert, counting the load", ("shape-sqlite", True), None),
+    ("the document's apply_batch MERGE, load excluded", ("shape-postgres", False), 3),
+    ("the document's apply_batch MERGE, counting the load", ("shape-postgres", True), 5),
+)
+RSS_GOAL = 512 * 1048576
+
+
+def shape_figures(r, with_load):
+    """(events/s, events per CPU-second) of a verified shapes record; with_load adds the time and
+    CPU time of its load (the lines into SQLite, the COPY into cdc_events)."""
+    if not r or r.get("status") != "ok" or not r.get("seconds"):
+        return None, None
+    secs, n = r["seconds"], r["events"]
+    cpu = r["cpu_percent"] / 100 * secs if r.get("cpu_percent") is not None else None
+    if with_load:
+        if r.get("load_seconds") is None:
+            return None, None
+        secs += r["load_seconds"]
+        cpu = cpu + r["load_cpu_seconds"] if cpu is not None and r.get("load_cpu_seconds") else None
+    return n / secs, (n / cpu if cpu else None)
+
+
+def shape_meta_line(shape, meta, recs):
+    from gen import SHAPES   # the columns of each shape
+    sh = SHAPES.get(shape)
+    cols = ", ".join(f"{c} {t}" for c, t in sh.columns) if sh else "?"
+    line = f"- **{shape}**: `public.{sh.table if sh else '?'}` ({len(sh.columns) if sh else '?'} columns: {cols})"
+    if meta:
+        line += (f"; {meta['events']:,} records over {meta['keys']:,} keys, seed {meta['seed']}, "
+                 f"final table {meta['final_rows']:,} rows")
+    ib = next((r.get("input_bytes") for r in recs if r.get("input_bytes")), None)
+    ev = next((r.get("events") for r in recs if r.get("events")), None)
+    if ib and ev:
+        line += f", {ib / ev:,.0f} bytes per record on average ({ib / 1048576:,.0f} MiB)"
+    return line + "."
+
+
+def row_shapes(rows, shape_meta):
+    recs = [r for r in rows if str(r.get("peer", "")).startswith("shape-")]
+    if not recs:
+        return []
+    shapes = [s for s in SHAPE_ORDER if any(r.get("shape") == s for r in recs)]
+    shapes += sorted({r.get("shape") for r in recs if r.get("shape") not in SHAPE_ORDER} - {None})
+    pick_s = lambda peer, shape: next((r for r in recs if r.get("peer") == peer
+                                       and r.get("shape") == shape), None)
+    out = ["## Row shapes (batches of 10,000)", "",
+           "The same change-stream model (snapshot, creates, updates, deletes with tombstones, "
+           "primary-key changes, about 2% restart duplicates and 1% late events; `bench/gen.py "
+           "--shape`, one seed) on three tables, each applied from empty at batches of 10,000 by "
+           "each system in turn and its final state compared byte for byte with the expected CSV "
+           "before its figure counts. cdcstore: the whole `cdcstore apply --batch-size 10000` "
+           "command. SQLite: the lines are first loaded into a table (json1 not involved), then "
+           "each batch is decoded by json1, reduced to the newest event per key and upserted with "
+           "the LSN guard in one statement and one transaction; \"load excluded\" times the "
+           "batches alone, \"counting the load\" adds the load. PostgreSQL 15: the document's "
+           "`apply_batch` MERGE (`bench/apply_batch.sql` filled with the shape's columns); "
+           "\"load excluded\" times the CALLs alone, \"counting the load\" adds the COPY of the "
+           "JSON into `cdc_events` (where the text becomes jsonb). \"cdcstore ÷ this\" is "
+           "cdcstore's figure over the row's (the goals' ratios); events per CPU-second divide by "
+           "the CPU time of the measured process (PostgreSQL: the backends of the CALLs and of the "
+           "COPY).", ""]
+    for sh in shapes:
+        out.append(shape_meta_line(sh, shape_meta.get(sh), [r for r in recs if r.get("shape") == sh]))
+    out += ["", "| shape | system | events/s | cdcstore ÷ this | CPU (load average) | events per "
+            "CPU-second | cdcstore ÷ this, per CPU-second | peak RSS | verified |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    systems = (("shape-cdcstore", False, "cdcstore apply"),
+               ("shape-sqlite", False, "SQLite guarded upsert (json1), load excluded"),
+               ("shape-sqlite", True, "SQLite guarded upsert (json1), counting the load"),
+               ("shape-postgres", False, "PostgreSQL 15 `apply_batch` MERGE, load excluded"),
+               ("shape-postgres", True, "PostgreSQL 15 `apply_batch` MERGE, counting the load"))
+    goal_lines = []
+    for sh in shapes:
+        c = pick_s("shape-cdcstore", sh)
+        ce, cc = shape_figures(c, False)
+        for peer, with_load, label in systems:
+            r = pick_s(peer, sh)
+            if r is None:
+                continue
+            if with_load and r.get("status") == "ok":
+                label += f" ({r.get('load_seconds', 0):.1f} s of load)"
+            if r.get("status") != "ok":
+                if with_load:
+                    continue
+                out.append(f"| {sh} | {label} | {r.get('status', '?')} | – | – | – | – | "
+                           f"{fmt_mib(r.get('peak_rss_bytes'))} | {r.get('verified', '')}: "
+                           f"{str(r.get('note', ''))[:200]} |")
+                continue
+            e, pc = shape_figures(r, with_load)
+            cpu = (f"{r['cpu_percent']}%" if r.get("cpu_percent") is not None and not with_load
+                   else "–")
+            if r.get("loadavg_1m") is not None and not with_load:
+                cpu += f" (load {r['loadavg_1m']:.1f})"
+            ratio = f"{ce / e:.2f}×" if ce and e and peer != "shape-cdcstore" else "–"
+            cratio = f"{cc / pc:.2f}×" if cc and pc and peer != "shape-cdcstore" else "–"
+            out.append(f"| {sh} | {label} | {fmt_int(e)} | {ratio} | {cpu} | {fmt_int(pc)} | "
+                       f"{cratio} | {fmt_mib(r.get('peak_rss_bytes'))} | {r.get('verified', '')} |")
+        # The goals of this shape.
+        if not ce:
+            why = c.get("status", "not run") if c else "not run"
+            goal_lines.append(f"- **{sh}**: not checked: cdcstore is {why}"
+                              + (f" ({str(c.get('note', ''))[:200]})" if c and c.get("note") else ""))
+            continue
+        parts = []
+        for label, (peer, with_load), want in SHAPE_GOALS:
+            e, pc = shape_figures(pick_s(peer, sh), with_load)
+            if not e:
+                parts.append(f"{label}: not checked (not run or not verified)")
+                continue
+            txt = f"{ce / e:.2f}× {label}"
+            if want:
+                txt += f" (goal ≥ {want}×: **{'met' if ce / e >= want else 'NOT met'}**)"
+            if cc and pc:
+                txt += f", {cc / pc:.2f}× per CPU-second"
+            parts.append(txt)
+        rss = c.get("peak_rss_bytes")
+        if rss:
+            parts.append(f"peak RSS {fmt_mib(rss)} (goal < 512 MiB: "
+                         f"**{'met' if rss < RSS_GOAL else 'NOT met'}**)")
+        goal_lines.append(f"- **{sh}**: cdcstore {ce:,.0f} events/s"
+                          + (f", {cc:,.0f} per CPU-second" if cc else "") + ": " + "; ".join(parts) + ".")
+    out += ["", "Goals per shape (cdcstore at least 5× SQLite's guarded upsert, at least 3× the "
+            "document's `apply_batch` MERGE with its JSON load excluded and 5× counting it, peak "
+            "RSS under 512 MiB):", ""] + goal_lines + [""]
+    return out
+
+
+SECTION_KEYS = ("Machine", "Workload", "Goals of issue 5", "Row shapes", "Where cdcstore spends", "Reconcile",
                 "End-to-end latency through Kafka", "Latency settings", "Query shim", "A thousand tables",
                 "Export", "Chart", "What is timed", "Commands of this run", "Not measured")
 # The sections that the throughput steps (cdcstore limits sqlite postgres spark) write.
@@ -408,6 +544,7 @@ def merge(old, new, rows, started=None):
     # What was not measured: only what no section of the merged file shows.
     have = {k for k, _ in merged}
     gone = {"End-to-end latency through Kafka": "End-to-end latency through Kafka",
+            "Row shapes": "Row shapes",
             "Latency settings": "Latency settings", "Query shim": "Query shim",
             "A thousand tables": "A thousand tables", "Reconcile": "Reconcile"}
     out = []
@@ -434,6 +571,8 @@ def main():
     p.add_argument("--workdir", required=True)
     p.add_argument("--started")
     p.add_argument("--profile", help="optional profile text of cdcstore to include")
+    p.add_argument("--shape-meta", action="append", default=[], metavar="SHAPE=PATH",
+                   help="the generator's meta JSON of a row shape's stream (the shapes step)")
     p.add_argument("--merge", action="store_true",
                    help="a partial run: keep the sections of the existing --out whose figures this run "
                         "did not measure")
@@ -446,6 +585,12 @@ def main():
             meta = json.load(f)
     with open(a.commands) as f:
         commands = f.read().rstrip()
+    shape_meta = {}
+    for item in a.shape_meta:
+        name, _, path = item.partition("=")
+        if os.path.exists(path):
+            with open(path) as f:
+                shape_meta[name] = json.load(f)
     m = machine()
     chart_err = chart(rows, batches, a.workdir, os.path.abspath(a.png))
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -489,6 +634,7 @@ def main():
             md += notes + [""]
     md += [f"## Goals of issue 5 (batches of {GOAL_BATCH:,}, this run)", ""] + goals(rows, batches)
     md += [""]
+    md += row_shapes(rows, shape_meta)
     if a.profile and os.path.exists(a.profile):
         with open(a.profile) as f:
             md += ["## Where cdcstore spends its time (perf, batches of 10,000)", "", "```",
@@ -675,6 +821,8 @@ def main():
         notyet.append("- Query shim on 10M rows: not run (BENCH_STEPS without query)")
     if not any(r.get("peer") == "tables" for r in rows):
         notyet.append("- A thousand tables: not run (BENCH_STEPS without tables)")
+    if not any(str(r.get("peer", "")).startswith("shape-") for r in rows):
+        notyet.append("- Row shapes: not run (BENCH_STEPS without shapes)")
     if not any(r.get("peer") == "cdcstore-reconcile" for r in rows):
         notyet.append("- Reconcile: not run (no verified cdcstore replica at batches of 10,000)")
     if notyet:

@@ -5,7 +5,9 @@
 # time (never two benchmarks at once: the machine has 2 cores): cdcstore itself, the design
 # document's apply_batch procedure on a PostgreSQL 15 started here, SQLite, Spark + Delta, and the
 # two limits (cJSON decoding only, RocksDB blind writes). Each system's final state is compared with
-# the expected CSV before its figure counts. Writes bench/RESULTS.md and bench/throughput.png.
+# the expected CSV before its figure counts. The shapes step does the same for cdcstore, SQLite and
+# PostgreSQL on three row shapes (3, 6 and 30 columns) side by side. Writes bench/RESULTS.md and
+# bench/throughput.png.
 #
 # Environment (all optional):
 #   BENCH_EVENTS (1000000)  BENCH_KEYS (100000)  BENCH_ROW_WIDTH (100)  BENCH_SEED (42)
@@ -13,10 +15,16 @@
 #   BENCH_SPARK (1; 0 skips Spark + Delta, reported as missing)
 #   BENCH_SPARK_BUDGET (300: seconds of applying per batch size before Spark is stopped)
 #   BENCH_PG_PORT (55499)   BENCH_BUILD (1: run `make all` when build/cdcstore is missing)
-#   BENCH_STEPS ("cdcstore limits sqlite postgres spark e2e latency query tables": the parts to run;
+#   BENCH_STEPS ("cdcstore limits sqlite postgres spark e2e latency query tables shapes": the parts to run;
 #               a subset keeps the last run's records of the other parts, so one part can be measured
 #               again, and the sections of bench/RESULTS.md that it does not measure)
 #   BENCH_TABLES ("200 1000": table counts of the tables step, issue 10)  BENCH_TABLES_REPEAT (3)
+#   BENCH_SHAPES ("narrow medium wide": the row shapes of the shapes step, bench/gen.py --shape: a
+#                 3-column table, public.items, and 30 columns of about 1 KB; each a stream of
+#                 BENCH_EVENTS over BENCH_KEYS, applied at batches of 10,000 by cdcstore, by SQLite's
+#                 guarded upsert from preloaded lines (json1) and by the apply_batch MERGE on
+#                 PostgreSQL (port BENCH_PG_PORT), each verified against its expected CSV; RESULTS.md's
+#                 "Row shapes" section: the ratios, events per CPU-second, peak RSS, goals per shape)
 #   BENCH_SYNC (1: also `cdcstore apply --sync`, fsync every batch, as PostgreSQL commits do)
 #   BENCH_E2E (1: end-to-end latency through Kafka with tests/e2e/run.sh scenario 1, when present)
 #   BENCH_E2E_PORT_BASE (57432: its PostgreSQL; Kafka, controller and Connect on the next three;
@@ -49,7 +57,8 @@ SPARK_BUDGET=${BENCH_SPARK_BUDGET:-300}
 PG_PORT=${BENCH_PG_PORT:-55499}
 BUILD=${BENCH_BUILD:-1}
 SYNC=${BENCH_SYNC:-1}
-STEPS=${BENCH_STEPS:-"cdcstore limits sqlite postgres spark e2e latency query tables"}   # keep the order of ALL_STEPS
+STEPS=${BENCH_STEPS:-"cdcstore limits sqlite postgres spark e2e latency query tables shapes"}   # keep the order of ALL_STEPS
+SHAPES=${BENCH_SHAPES:-"narrow medium wide"}
 E2E=${BENCH_E2E:-1}
 E2E_PORT_BASE=${BENCH_E2E_PORT_BASE:-57432}
 E2E_TIMEOUT=${BENCH_E2E_TIMEOUT:-1500}
@@ -64,7 +73,7 @@ DELTA_SPEC="delta-spark==4.4.0"   # pulls pyspark 4.2; its jars (delta-spark_4.2
 mkdir -p "$OUT/logs" "$OUT/scratch"
 RES="$OUT/results.jsonl"
 CMDS="$OUT/commands.txt"
-ALL_STEPS="cdcstore limits sqlite postgres spark e2e latency query tables"
+ALL_STEPS="cdcstore limits sqlite postgres spark e2e latency query tables shapes"
 if [ "$STEPS" = "$ALL_STEPS" ] || [ ! -f "$RES" ]; then
     [ -f "$RES" ] && mv "$RES" "$RES.prev"
     : > "$RES"
@@ -82,7 +91,8 @@ owner = {"cdcstore": "cdcstore", "cdcstore-sync": "cdcstore", "decode-only-1t": 
          "decode-only-2t": "limits", "rocksdb-raw": "limits", "sqlite-json1": "sqlite",
          "sqlite-python": "sqlite", "postgres": "postgres", "cdcstore-reconcile": "postgres",
          "spark-delta": "spark", "e2e-latency": "e2e", "latency": "latency", "query": "query",
-         "tables": "tables"}
+         "tables": "tables", "shape-cdcstore": "shapes", "shape-sqlite": "shapes",
+         "shape-postgres": "shapes"}
 rows = [l for l in open(path) if l.strip()]
 keep = [l for l in rows if owner.get(json.loads(l).get("peer")) not in steps]
 open(path, "w").write("".join(keep))
@@ -98,14 +108,18 @@ fi
 
 say() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-# A failed record for a step that died before writing its own.
+# A failed record for a step that died before writing its own (of the row shape STEP_SHAPE, if set).
+STEP_SHAPE=""
 record_failure() { # peer batch reason
-    python3 - "$RES" "$1" "$2" "$3" <<'EOF'
+    python3 - "$RES" "$1" "$2" "$3" "$STEP_SHAPE" <<'EOF'
 import json, sys
-path, peer, batch, why = sys.argv[1:]
+path, peer, batch, why, shape = sys.argv[1:]
+rec = {"peer": peer, "batch": int(batch), "status": "failed", "verified": "not run",
+       "note": why[-400:]}
+if shape:
+    rec["shape"] = shape
 with open(path, "a") as f:
-    f.write(json.dumps({"peer": peer, "batch": int(batch), "status": "failed",
-                        "verified": "not run", "note": why[-400:]}) + "\n")
+    f.write(json.dumps(rec) + "\n")
 EOF
 }
 
@@ -143,6 +157,20 @@ if [ -n "$need_pkgs" ]; then
     fi
 fi
 
+# gen_data META LOG CMD...: run the generator CMD unless META is there and newer than gen.py.
+gen_data() {
+    local meta=$1 log=$2; shift 2
+    mkdir -p "$(dirname "$meta")"
+    printf '%s\n' "$*" >> "$CMDS"
+    if [ ! -s "$meta" ] || [ bench/gen.py -nt "$meta" ]; then
+        say "generating: $*"
+        rm -f "$meta"
+        "$@" 2> "$log" || { say "generator failed"; cat "$log" >&2; rm -f "$meta"; return 1; }
+    else
+        say "reusing $(dirname "$meta")"
+    fi
+}
+
 # ---- data ----
 DATA="$OUT/data/e$EVENTS-k$KEYS-w$ROW_WIDTH-s$SEED"
 EV="$DATA/events.jsonl"
@@ -158,15 +186,7 @@ done
 if [ "$NEED_DATA" = 0 ]; then
     say "no throughput step: the event stream is not generated"
 else
-mkdir -p "$DATA"
-printf '%s\n' "${GEN_CMD[*]}" >> "$CMDS"
-if [ ! -s "$META" ] || [ bench/gen.py -nt "$META" ]; then
-    say "generating $EVENTS events over $KEYS keys"
-    rm -f "$META"
-    "${GEN_CMD[@]}" 2> "$OUT/logs/gen.log" || { say "generator failed"; cat "$OUT/logs/gen.log" >&2; exit 1; }
-else
-    say "reusing $EV"
-fi
+    gen_data "$META" "$OUT/logs/gen.log" "${GEN_CMD[@]}" || exit 1
 fi   # NEED_DATA
 
 # ---- builds ----
@@ -435,6 +455,42 @@ run_step tables -1 "$OUT/logs/tables.log" \
 rm -rf "$SCR/tables"
 fi   # tables
 
+# ---- row shapes: narrow, medium (public.items) and wide side by side, batches of 10,000 ----
+if want shapes; then
+for shape in $SHAPES; do
+    if [ "$shape" = medium ]; then
+        sdir=$DATA   # the same bytes as the throughput steps' stream: generated once
+        sgen=("${GEN_CMD[@]}")
+    else
+        sdir="$OUT/data/$shape-e$EVENTS-k$KEYS-w$ROW_WIDTH-s$SEED"
+        sgen=(python3 bench/gen.py --shape "$shape" --events "$EVENTS" --keys "$KEYS"
+              --row-width "$ROW_WIDTH" --seed "$SEED" --out "$sdir/events.jsonl"
+              --expected "$sdir/expected.csv" --meta "$sdir/meta.json")
+    fi
+    STEP_SHAPE=$shape
+    if ! gen_data "$sdir/meta.json" "$OUT/logs/gen-$shape.log" "${sgen[@]}"; then
+        for peer in shape-cdcstore shape-sqlite shape-postgres; do
+            record_failure "$peer" 10000 "bench/gen.py --shape $shape failed, see $OUT/logs/gen-$shape.log"
+        done
+        STEP_SHAPE=""
+        continue
+    fi
+    sev="$sdir/events.jsonl"
+    sexp="$sdir/expected.csv"
+    run_step shape-cdcstore 10000 "$OUT/logs/shapes.log" \
+        python3 bench/peer_cmd.py cdcstore --shape "$shape" --bin "$CDC" --events "$sev" \
+        --expected "$sexp" --batch 10000 --db "$SCR/shape-cdcstore-db" --results "$RES"
+    run_step shape-sqlite 10000 "$OUT/logs/shapes.log" \
+        python3 bench/peer_sqlite.py --shape "$shape" --preload --events "$sev" --expected "$sexp" \
+        --batch 10000 --db "$SCR/shape-sqlite.db" --results "$RES"
+    rm -f "$SCR"/shape-sqlite.db*
+    run_step shape-postgres 10000 "$OUT/logs/shapes.log" \
+        python3 bench/peer_pg.py --shape "$shape" --events "$sev" --expected "$sexp" --batch 10000 \
+        --port "$PG_PORT" --workdir "$SCR" --results "$RES"
+    STEP_SHAPE=""
+done
+fi   # shapes
+
 # ---- report ----
 # A partial run without the cdcstore step keeps the last profile.
 if [ -z "$PROFILE_TXT" ] && ! want cdcstore && [ -s "$OUT/profile.txt" ]; then
@@ -443,7 +499,13 @@ fi
 printf '%s\n' "python3 bench/report.py ..." >> "$CMDS"
 MERGE=()
 [ "$STEPS" = "$ALL_STEPS" ] || MERGE=(--merge)   # a partial run keeps the sections it did not measure
+SHAPE_META=()   # the streams of the row shapes (kept records of an earlier run included)
+for shape in $SHAPES; do
+    if [ "$shape" = medium ]; then SHAPE_META+=(--shape-meta "medium=$META")
+    else SHAPE_META+=(--shape-meta "$shape=$OUT/data/$shape-e$EVENTS-k$KEYS-w$ROW_WIDTH-s$SEED/meta.json"); fi
+done
 python3 bench/report.py --results "$RES" --meta "$META" --commands "$CMDS" \
     --batches "$(echo $BATCHES | tr ' ' ',')" --out "$RESULTS_MD" --png "$PNG" \
-    --workdir "$OUT" --started "$STARTED" ${PROFILE_TXT:+--profile "$PROFILE_TXT"} "${MERGE[@]}"
+    --workdir "$OUT" --started "$STARTED" ${PROFILE_TXT:+--profile "$PROFILE_TXT"} \
+    "${SHAPE_META[@]}" "${MERGE[@]}"
 say "done: $RESULTS_MD"
