@@ -55,6 +55,7 @@ else
     if ! "${STACK[@]}" up kafka >&2; then
         say "Kafka did not start; see $STACK_DIR/logs"
         "${STACK[@]}" down >&2 2>/dev/null
+        [ "$created_dir" = 1 ] && rm -rf "$STACK_DIR"
         exit 1
     fi
     started=1

@@ -485,7 +485,7 @@ def backlog_section(rows):
                          f"(goal x{BACKLOG_GOAL:.2f} or more)")
         else:
             lines.append(f"- run {run}: no ratio (a program failed)")
-    return out + [""] + lines + [""]
+    return out + [""] + (lines + [""] if lines else [])
 
 
 def main():
