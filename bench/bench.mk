@@ -1,7 +1,8 @@
 # Benchmarks (issue 5), included by the main Makefile.
 #   make bench                      the whole run: writes bench/RESULTS.md and bench/throughput.png
 #   BENCH_EVENTS=100000 BENCH_KEYS=10000 make bench     a quick run
-#   make bench-tools                only the two limit programs (decode_only, rocksdb_raw)
+#   make bench-tools                only the two limit programs (decode_only, rocksdb_raw) and the
+#                                   producer of the Kafka backlog step (produce)
 # bench/run.sh builds cdcstore itself only through `make all` and reports it missing if that fails.
 
 BENCH_OUT ?= bench/out
@@ -15,7 +16,7 @@ BENCH_ALLOC ?= $(shell pkg-config --libs jemalloc 2>/dev/null)
 bench:
 	bash bench/run.sh
 
-bench-tools: $(BENCH_OUT)/bin/decode_only $(BENCH_OUT)/bin/rocksdb_raw
+bench-tools: $(BENCH_OUT)/bin/decode_only $(BENCH_OUT)/bin/rocksdb_raw $(BENCH_OUT)/bin/produce
 
 $(BENCH_OUT)/bin/decode_only: bench/decode_only.c
 	@mkdir -p $(dir $@)
@@ -24,3 +25,8 @@ $(BENCH_OUT)/bin/decode_only: bench/decode_only.c
 $(BENCH_OUT)/bin/rocksdb_raw: bench/rocksdb_raw.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< $$(pkg-config --cflags --libs rocksdb 2>/dev/null || echo -lrocksdb) $(BENCH_ALLOC)
+
+# The events file into a Kafka topic, for the backlog step (bench/backlog.sh).
+$(BENCH_OUT)/bin/produce: bench/produce.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $$(pkg-config --cflags --libs rdkafka libcjson 2>/dev/null || echo -lrdkafka -lcjson)

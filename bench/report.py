@@ -467,7 +467,7 @@ def row_shapes(rows, shape_meta):
 
 SECTION_KEYS = ("Machine", "Workload", "Goals of issue 5", "Row shapes", "Where cdcstore spends", "Reconcile",
                 "End-to-end latency through Kafka", "Latency settings", "Query shim", "A thousand tables",
-                "Export", "Chart", "What is timed", "Commands of this run", "Not measured")
+                "Kafka backlog", "Export", "Chart", "What is timed", "Commands of this run", "Not measured")
 # The sections that the throughput steps (cdcstore limits sqlite postgres spark) write.
 THROUGHPUT_KEYS = ("Machine", "Workload", "Batches of", "Goals of issue 5", "Where cdcstore spends",
                    "Export", "Chart", "What is timed")
@@ -546,7 +546,8 @@ def merge(old, new, rows, started=None):
     gone = {"End-to-end latency through Kafka": "End-to-end latency through Kafka",
             "Row shapes": "Row shapes",
             "Latency settings": "Latency settings", "Query shim": "Query shim",
-            "A thousand tables": "A thousand tables", "Reconcile": "Reconcile"}
+            "A thousand tables": "A thousand tables", "Reconcile": "Reconcile",
+            "Kafka backlog": "Kafka backlog"}
     out = []
     for k, t in merged:
         if k == "Not measured":
@@ -558,6 +559,70 @@ def merge(old, new, rows, started=None):
         out.append(t)
     return pre + "\n" + "\n".join(out)
 
+
+
+BACKLOG_GOAL = 0.9
+
+
+def backlog_section(rows):
+    """The backlog step (bench/backlog.sh): cdcstore ingest from Kafka against cdcstore apply."""
+    brows = [r for r in rows if r.get("peer") == "backlog"]
+    if not brows:
+        return []
+    out = ["## Kafka backlog (`bench/backlog.sh`)", "",
+           "The benchmark's stream produced into a new topic of the stack's Kafka broker (alone, "
+           "`tests/stack/stack.sh up kafka`) by `bench/produce.c`: keys and values as in the file, "
+           "partitioned by key (murmur2), acks=all. Then, interleaved, `cdcstore ingest` of the topic into "
+           "a new replica (`--from-beginning`, batches of 10,000), timed from its start until its last "
+           "record was applied (its `--metrics-addr` figures, read every 10 ms near the end), and "
+           "`cdcstore apply --batch-size 10000` of the file into a new replica, timed as a whole. Both "
+           "replicas are exported and compared with the expected CSV. CPU-seconds: user + system of "
+           "the cdcstore process (the ingest's at its end); the broker's CPU during the ingest apart. "
+           f"Goal: ingest at {BACKLOG_GOAL:.0%} of apply's events/s or more.", "",
+           "| run | program | seconds | events/s | CPU-seconds | events per CPU-second | peak memory | load | "
+           "detail | verified |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    f2 = lambda x: f"{x:.2f}" if x is not None else "–"
+    lines = []
+    for r in brows:
+        what = r.get("what", "")
+        if what == "produce":
+            if r.get("status") == "ok":
+                lines.append(f"- produced {fmt_int(r.get('events'))} records ({fmt_int(r.get('tombstones'))} "
+                             f"tombstones) into {r.get('topic')} in {r.get('seconds', 0):.1f} s; per partition: "
+                             + ", ".join(fmt_int(x) for x in r.get("per_partition") or []))
+            else:
+                lines.append(f"- producing failed: {r.get('note', '')}")
+            continue
+        if r.get("status") not in ("ok",) and r.get("seconds") is None:
+            out.append(f"| {r.get('run', '')} | {what or 'failed'} | | | | | | | {r.get('note', '')} | "
+                       f"{r.get('verified', '')} |")
+            continue
+        detail = ""
+        if what == "ingest":
+            detail = (f"{r.get('partitions', '')} partitions; first batch after {f2(r.get('startup_seconds'))} s; "
+                      f"end known to {1000 * (r.get('resolution_s') or 0):.0f} ms; lag at end "
+                      f"{fmt_int(r.get('lag_at_end'))}; broker CPU {f2(r.get('broker_cpu_seconds'))} s")
+        out.append(f"| {r.get('run', '')} | cdcstore {what} | {f2(r.get('seconds'))} | "
+                   f"{fmt_int(r.get('events_per_s'))} | {f2(r.get('cpu_seconds'))} | "
+                   f"{fmt_int(r.get('events_per_cpu_s'))} | {fmt_mib(r.get('peak_rss_bytes'))} | "
+                   f"{r.get('loadavg_1m', '')} | {detail} | {r.get('verified', '')} |")
+    runs = sorted({r.get("run") for r in brows if r.get("run")})
+    for run in runs:
+        i = next((r for r in brows if r.get("run") == run and r.get("what") == "ingest"), None)
+        a = next((r for r in brows if r.get("run") == run and r.get("what") == "apply"), None)
+        ie, ae = eps(i), eps(a)
+        if ie and ae:
+            ratio = ie / ae
+            cpu = ""
+            if i.get("events_per_cpu_s") and a.get("events_per_cpu_s"):
+                cpu = f"; per CPU-second x{i['events_per_cpu_s'] / a['events_per_cpu_s']:.2f}"
+            lines.append(f"- run {run}: ingest {fmt_int(ie)} events/s against apply {fmt_int(ae)}: "
+                         f"x{ratio:.2f}{cpu}: **{'met' if ratio >= BACKLOG_GOAL else 'NOT met'}** "
+                         f"(goal x{BACKLOG_GOAL:.2f} or more)")
+        else:
+            lines.append(f"- run {run}: no ratio (a program failed)")
+    return out + [""] + (lines + [""] if lines else [])
 
 
 def main():
@@ -758,6 +823,7 @@ def main():
                 md += [f"- events/s at 1,000 tables: {v:.3f} of one table's: "
                        f"{'met' if v >= 0.9 else 'NOT met'} (goal: as fast per event)"]
         md += [""]
+    md += backlog_section(rows)
     exp = [r for r in rows if r.get("peer") == "cdcstore" and r.get("export_seconds")]
     if exp:
         md += ["## Export", ""]
@@ -823,6 +889,8 @@ def main():
         notyet.append("- A thousand tables: not run (BENCH_STEPS without tables)")
     if not any(str(r.get("peer", "")).startswith("shape-") for r in rows):
         notyet.append("- Row shapes: not run (BENCH_STEPS without shapes)")
+    if not any(r.get("peer") == "backlog" for r in rows):
+        notyet.append("- Kafka backlog: not run (BENCH_STEPS without backlog)")
     if not any(r.get("peer") == "cdcstore-reconcile" for r in rows):
         notyet.append("- Reconcile: not run (no verified cdcstore replica at batches of 10,000)")
     if notyet:

@@ -15,7 +15,7 @@
 #   BENCH_SPARK (1; 0 skips Spark + Delta, reported as missing)
 #   BENCH_SPARK_BUDGET (300: seconds of applying per batch size before Spark is stopped)
 #   BENCH_PG_PORT (55499)   BENCH_BUILD (1: run `make all` when build/cdcstore is missing)
-#   BENCH_STEPS ("cdcstore limits sqlite postgres spark e2e latency query tables shapes": the parts to run;
+#   BENCH_STEPS ("cdcstore limits sqlite postgres spark e2e latency query tables shapes backlog": the parts to run;
 #               a subset keeps the last run's records of the other parts, so one part can be measured
 #               again, and the sections of bench/RESULTS.md that it does not measure)
 #   BENCH_TABLES ("200 1000": table counts of the tables step, issue 10)  BENCH_TABLES_REPEAT (3)
@@ -40,6 +40,11 @@
 #                     export against DuckDB's COPY TO, Delta export and its refresh after 1% changed
 #                     rows, with duckdb, pyarrow and deltalake from PyPI in the test venv)
 #   BENCH_PROFILE (1: perf profile of cdcstore at batches of 10,000 when perf exists)
+#   the backlog step (bench/backlog.sh): `cdcstore ingest` draining the stream from a Kafka topic of
+#   BENCH_BACKLOG_PARTITIONS (4) partitions against `cdcstore apply` of the file at batches of
+#   10,000, BENCH_BACKLOG_REPEAT (2) times interleaved; Kafka alone from tests/stack/stack.sh, on the
+#   STACK_* variables when set, else a stack of its own (ports 56432, 56492-56493, 56483), stopped after
+#   when started there
 #   BENCH_OUT (bench/out)   BENCH_RESULTS (bench/RESULTS.md)   BENCH_PNG (bench/throughput.png)
 #   BENCH_CDC (build/cdcstore: the cdcstore binary measured)
 set -uo pipefail
@@ -57,7 +62,7 @@ SPARK_BUDGET=${BENCH_SPARK_BUDGET:-300}
 PG_PORT=${BENCH_PG_PORT:-55499}
 BUILD=${BENCH_BUILD:-1}
 SYNC=${BENCH_SYNC:-1}
-STEPS=${BENCH_STEPS:-"cdcstore limits sqlite postgres spark e2e latency query tables shapes"}   # keep the order of ALL_STEPS
+STEPS=${BENCH_STEPS:-"cdcstore limits sqlite postgres spark e2e latency query tables shapes backlog"}   # keep the order of ALL_STEPS
 SHAPES=${BENCH_SHAPES:-"narrow medium wide"}
 E2E=${BENCH_E2E:-1}
 E2E_PORT_BASE=${BENCH_E2E_PORT_BASE:-57432}
@@ -73,7 +78,7 @@ DELTA_SPEC="delta-spark==4.4.0"   # pulls pyspark 4.2; its jars (delta-spark_4.2
 mkdir -p "$OUT/logs" "$OUT/scratch"
 RES="$OUT/results.jsonl"
 CMDS="$OUT/commands.txt"
-ALL_STEPS="cdcstore limits sqlite postgres spark e2e latency query tables shapes"
+ALL_STEPS="cdcstore limits sqlite postgres spark e2e latency query tables shapes backlog"
 if [ "$STEPS" = "$ALL_STEPS" ] || [ ! -f "$RES" ]; then
     [ -f "$RES" ] && mv "$RES" "$RES.prev"
     : > "$RES"
@@ -93,6 +98,7 @@ owner = {"cdcstore": "cdcstore", "cdcstore-sync": "cdcstore", "decode-only-1t": 
          "spark-delta": "spark", "e2e-latency": "e2e", "latency": "latency", "query": "query",
          "tables": "tables", "shape-cdcstore": "shapes", "shape-sqlite": "shapes",
          "shape-postgres": "shapes"}
+owner["backlog"] = "backlog"
 rows = [l for l in open(path) if l.strip()]
 keep = [l for l in rows if owner.get(json.loads(l).get("peer")) not in steps]
 open(path, "w").write("".join(keep))
@@ -180,7 +186,7 @@ GEN_CMD=(python3 bench/gen.py --events "$EVENTS" --keys "$KEYS" --row-width "$RO
          --seed "$SEED" --out "$EV" --expected "$EXP" --meta "$META")
 # Only the throughput steps read the generated stream.
 NEED_DATA=0
-for s in cdcstore limits sqlite postgres spark; do
+for s in cdcstore limits sqlite postgres spark backlog; do
     case " $STEPS " in *" $s "*) NEED_DATA=1 ;; esac
 done
 if [ "$NEED_DATA" = 0 ]; then
@@ -490,6 +496,16 @@ for shape in $SHAPES; do
     STEP_SHAPE=""
 done
 fi   # shapes
+
+# ---- a Kafka backlog: cdcstore ingest against cdcstore apply of the same file ----
+if want backlog; then
+run_step backlog -1 "$OUT/logs/backlog.log" \
+    timeout "${BENCH_BACKLOG_TIMEOUT:-1800}" bash bench/backlog.sh --bin "$(abspath "$CDC")" \
+    --produce "$(abspath "$OUT")/bin/produce" --events "$(abspath "$EV")" --expected "$(abspath "$EXP")" \
+    --partitions "${BENCH_BACKLOG_PARTITIONS:-4}" --repeat "${BENCH_BACKLOG_REPEAT:-2}" --batch 10000 \
+    --workdir "$(abspath "$SCR")/backlog" --results "$(abspath "$RES")"
+rm -rf "$SCR/backlog"
+fi   # backlog
 
 # ---- report ----
 # A partial run without the cdcstore step keeps the last profile.

@@ -7,7 +7,9 @@
 #
 # Usage: tests/stack/stack.sh deps|up|down|status|env|psql|reset-db
 #   deps      fetch the Java artifacts once into $STACK_JAVA_CACHE
-#   up        start every component (fetching deps first) and wait until ready
+#   up [C..]  start every component (fetching deps first) and wait until ready;
+#             or only the ones named: postgres, kafka, connect (connect needs
+#             kafka: `up kafka` is a broker alone, as bench/backlog.sh wants)
 #   down      stop every component; nothing is left running
 #   wipe      down, then delete $STACK_DIR (data, topics, logs, secrets)
 #   status    say what runs (exit 0 when all three components are up, 3 if not)
@@ -640,6 +642,10 @@ connect_up() {
 # ---- Commands ------------------------------------------------------------------
 
 cmd_up() {
+    local want=" ${*:-postgres kafka connect} " c
+    for c in $want; do
+        case $c in postgres | kafka | connect) ;; *) die "up: no component $c (postgres, kafka, connect)" ;; esac
+    done
     ensure_tools
     cmd_deps
     mkdir -p "$LOGS" "$RUN" "$CONF"
@@ -651,6 +657,13 @@ STACK_KAFKA_PORT=$STACK_KAFKA_PORT
 STACK_KAFKA_CONTROLLER_PORT=$STACK_KAFKA_CONTROLLER_PORT
 STACK_CONNECT_PORT=$STACK_CONNECT_PORT
 EOF
+    fi
+    if [[ $want != " postgres kafka connect " ]]; then
+        [[ $want == *" postgres "* ]] && pg_up
+        [[ $want == *" kafka "* || $want == *" connect "* ]] && kafka_up
+        [[ $want == *" connect "* ]] && connect_up
+        log "up:$want(kafka $STACK_HOST:$STACK_KAFKA_PORT); logs in $LOGS"
+        return 0
     fi
     pg_up
     kafka_up
@@ -764,7 +777,7 @@ main() {
     load_ports
     case $cmd in
     deps) cmd_deps ;;
-    up) cmd_up ;;
+    up) cmd_up "$@" ;;
     down) cmd_down ;;
     wipe) cmd_wipe ;;
     status) cmd_status ;;
