@@ -31,7 +31,6 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
-#include <pthread.h>
 #include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -49,10 +48,6 @@
  * stage of the end-to-end latency; under a backlog a batch fills to
  * DEFAULT_BATCH_EVENTS long before it (README, "Latency"). */
 #define DEFAULT_BATCH_MS 20
-/* Batches of at least this many records are decoded on a thread of their own
- * while the one before is applied ("Backlog" below); smaller ones keep the
- * plain order (apply, then poll), the handover costing more than it saves. */
-#define PIPELINE_MIN 1000
 #define POLL_MS 100            /* longest wait before the stop flag is looked at again */
 #define INFO_EVERY_MS 5000     /* per-batch info lines at most this often */
 #define THROTTLE_FIRST_MS 1000
@@ -104,16 +99,6 @@ typedef struct throttle {
     int64_t used_ms;
 } throttle;
 
-/* A full batch handed to the decoding thread (see "Backlog" at
- * cdc_kafka_run). */
-typedef struct kslot {
-    rd_kafka_message_t **msgs;
-    size_t n, cap;
-    cdc_record_t *recs;
-    size_t recs_cap;
-    cdc__event *evs;     /* its decoded events, once done */
-} kslot;
-
 struct cdc_kafka {
     cdc_store_t *st;
     rd_kafka_t *rk;
@@ -162,16 +147,6 @@ struct cdc_kafka {
 
     throttle thr[NTHROTTLE];
     uint64_t errors_since_ok;
-
-    /* Backlog: the batch being decoded by the decoding thread, while this
-     * thread applies the one before it and polls the next. */
-    kslot slot;
-    int dec_started;     /* the thread runs */
-    int dec_busy;        /* slot is being decoded (under dec_mu) */
-    int dec_quit;
-    pthread_t dec_thread;
-    pthread_mutex_t dec_mu;
-    pthread_cond_t dec_cv;
 
     int closing;
     int fatal;
@@ -505,9 +480,9 @@ static void kafka_latency(cdc_kafka_t *k, int64_t wall)
 /* Applies the pending batch, then commits the group offsets and reports.
  * The messages are released whatever the outcome: on failure the replica's
  * positions still say where to start again. */
-/* The records of the pending batch's messages (borrowing their bytes). */
-static void make_records(cdc_kafka_t *k)
+static int flush(cdc_kafka_t *k, cdc_error_t *err)
 {
+    if (!k->n) return 0;
     if (k->recs_cap < k->n) {
         k->recs = cdc__realloc(k->recs, k->n * sizeof *k->recs);
         k->recs_cap = k->n;
@@ -524,16 +499,6 @@ static void make_records(cdc_kafka_t *k)
         r->value = m->payload;
         r->value_len = m->payload ? m->len : 0;
     }
-}
-
-/* Applies the pending batch (k->msgs, k->recs made; evs: its decoded
- * events, consumed, or NULL to decode them here). */
-static int flush_decoded(cdc_kafka_t *k, cdc__event *evs, cdc_error_t *err)
-{
-    if (!k->n) {
-        cdc__events_free(evs, 0);
-        return 0;
-    }
     cdc_apply_options_t ao = k->apply;
     ao.on_change = on_change;
     ao.on_change_opaque = k;
@@ -543,8 +508,7 @@ static int flush_decoded(cdc_kafka_t *k, cdc__event *evs, cdc_error_t *err)
     struct timespec a, b;
     int64_t wall0 = wall_ms();
     clock_gettime(CLOCK_MONOTONIC, &a);
-    int rc = evs ? cdc__store_apply_events(k->st, k->recs, evs, k->n, &ao, &res, err)
-                 : cdc_store_apply(k->st, k->recs, k->n, &ao, &res, err);
+    int rc = cdc_store_apply(k->st, k->recs, k->n, &ao, &res, err);
     clock_gettime(CLOCK_MONOTONIC, &b);
     kafka_latency(k, k->batch_wall_ms ? k->batch_wall_ms : wall0);
     double apply_ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
@@ -595,152 +559,6 @@ static int flush_decoded(cdc_kafka_t *k, cdc__event *evs, cdc_error_t *err)
     return rc;
 }
 
-/* ---- Backlog: decoding the next batch while this one is applied ----
- *
- * Under a backlog, batches fill to batch_max as fast as they are polled, and
- * decoding them (JSON) costs about as much as applying them.  A full batch
- * is therefore handed to a decoding thread (submit); this thread goes on
- * polling the next one, and when that one is full too it waits for the
- * first's decoding, hands over the second and applies the first, its decoding
- * and this apply overlapping on two cores.  Batches are applied in the order
- * they were polled, each still one atomic write with its positions.  The
- * batch being decoded is applied as soon as no further record is at hand
- * (a poll without waiting finds none): a full batch never waits for the
- * next.  A batch closed by its time limit (a trickle of changes), a stop, a
- * rebalance or a client failure first applies the one being decoded, then
- * itself, decoded here on two threads as before (flush).  Only batches of
- * PIPELINE_MIN records or more take this path: a stop then also applies the
- * records polled ahead, which a smaller batch size would not show. */
-
-static void swap_slot(cdc_kafka_t *k)
-{
-    kslot *s = &k->slot;
-    rd_kafka_message_t **m = k->msgs;
-    k->msgs = s->msgs;
-    s->msgs = m;
-    size_t t = k->n;
-    k->n = s->n;
-    s->n = t;
-    t = k->cap;
-    k->cap = s->cap;
-    s->cap = t;
-    cdc_record_t *r = k->recs;
-    k->recs = s->recs;
-    s->recs = r;
-    t = k->recs_cap;
-    k->recs_cap = s->recs_cap;
-    s->recs_cap = t;
-}
-
-static void *decode_main(void *arg)
-{
-    cdc_kafka_t *k = arg;
-    pthread_mutex_lock(&k->dec_mu);
-    for (;;) {
-        while (!k->dec_busy && !k->dec_quit) pthread_cond_wait(&k->dec_cv, &k->dec_mu);
-        if (k->dec_quit) break;
-        pthread_mutex_unlock(&k->dec_mu);
-        cdc__event *evs = cdc__decode_batch(k->st, k->slot.recs, k->slot.n, &k->apply, 1);
-        pthread_mutex_lock(&k->dec_mu);
-        k->slot.evs = evs;
-        k->dec_busy = 0;
-        pthread_cond_broadcast(&k->dec_cv);
-    }
-    pthread_mutex_unlock(&k->dec_mu);
-    return NULL;
-}
-
-/* Waits until the slot's batch is decoded. */
-static void slot_wait(cdc_kafka_t *k)
-{
-    if (!k->dec_started) return;
-    pthread_mutex_lock(&k->dec_mu);
-    while (k->dec_busy) pthread_cond_wait(&k->dec_cv, &k->dec_mu);
-    pthread_mutex_unlock(&k->dec_mu);
-}
-
-/* Applies the slot's batch, once decoded. */
-static int slot_apply(cdc_kafka_t *k, cdc_error_t *err)
-{
-    if (!k->slot.n) return 0;
-    slot_wait(k);
-    cdc__event *evs = k->slot.evs;
-    k->slot.evs = NULL;
-    swap_slot(k);
-    int rc = flush_decoded(k, evs, err); /* releases its messages */
-    swap_slot(k);
-    return rc;
-}
-
-/* Drops the slot's batch unapplied (a failure, or the end of the run: the
- * replica's positions say where to start again). */
-static void slot_drop(cdc_kafka_t *k)
-{
-    if (!k->slot.n) return;
-    slot_wait(k);
-    cdc__events_free(k->slot.evs, k->slot.n);
-    k->slot.evs = NULL;
-    for (size_t i = 0; i < k->slot.n; i++) rd_kafka_message_destroy(k->slot.msgs[i]);
-    k->slot.n = 0;
-}
-
-/* Applies everything consumed: the batch being decoded, then the pending one. */
-static int flush(cdc_kafka_t *k, cdc_error_t *err)
-{
-    int rc = slot_apply(k, err);
-    if (rc) { /* a failure, or --on-error stop: nothing after it is applied */
-        drop_pending(k);
-        return rc;
-    }
-    if (!k->n) return 0;
-    make_records(k);
-    return flush_decoded(k, NULL, err);
-}
-
-/* A full batch: handed to the decoding thread, and the one before it applied
- * meanwhile (see above).  Without the thread, applied at once. */
-static int submit(cdc_kafka_t *k, cdc_error_t *err)
-{
-    if (!k->dec_started) {
-        pthread_mutex_init(&k->dec_mu, NULL);
-        pthread_cond_init(&k->dec_cv, NULL);
-        if (pthread_create(&k->dec_thread, NULL, decode_main, k) != 0) {
-            pthread_mutex_destroy(&k->dec_mu);
-            pthread_cond_destroy(&k->dec_cv);
-            return flush(k, err);
-        }
-        k->dec_started = 1;
-    }
-    slot_wait(k);
-    /* The slot's batch, decoded, becomes the pending one to apply; the full
-     * pending batch takes the slot and is decoded meanwhile. */
-    make_records(k);
-    cdc__event *older = k->slot.evs;
-    k->slot.evs = NULL;
-    swap_slot(k);
-    pthread_mutex_lock(&k->dec_mu);
-    k->dec_busy = 1;
-    pthread_cond_broadcast(&k->dec_cv);
-    pthread_mutex_unlock(&k->dec_mu);
-    int rc = flush_decoded(k, older, err); /* frees older also when nothing is pending */
-    if (rc) slot_drop(k);
-    return rc;
-}
-
-static void decoder_stop(cdc_kafka_t *k)
-{
-    if (!k->dec_started) return;
-    slot_drop(k);
-    pthread_mutex_lock(&k->dec_mu);
-    k->dec_quit = 1;
-    pthread_cond_broadcast(&k->dec_cv);
-    pthread_mutex_unlock(&k->dec_mu);
-    pthread_join(k->dec_thread, NULL);
-    pthread_mutex_destroy(&k->dec_mu);
-    pthread_cond_destroy(&k->dec_cv);
-    k->dec_started = 0;
-}
-
 /* ---- Rebalances ---- */
 
 /* The offset a newly assigned partition starts at: the replica's stored
@@ -767,7 +585,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
 
     /* Whatever changes, the records consumed so far are applied first: they
      * were read while the partitions were ours, and the replica is ours. */
-    if (!k->closing && (k->n || k->slot.n)) {
+    if (!k->closing && k->n) {
         cdc_error_t e = {0};
         int rc = flush(k, &e);
         if (rc && !k->fatal) {
@@ -901,9 +719,6 @@ static void kafka_free(cdc_kafka_t *k)
 {
     if (!k) return;
     drop_pending(k);
-    decoder_stop(k);
-    free(k->slot.msgs);
-    free(k->slot.recs);
     for (size_t i = 0; i < k->ntopics; i++) free(k->topics[i]);
     free(k->topics);
     for (size_t i = 0; i < k->nparts; i++) free(k->parts[i].topic);
@@ -1059,7 +874,7 @@ int cdc_kafka_run(cdc_kafka_t *k, cdc_error_t *err)
         if (k->fatal) {
             /* A client failure leaves the replica sound: what was consumed
              * is applied before the run gives up. */
-            if (k->fatal == CDC_EKAFKA && (k->n || k->slot.n)) {
+            if (k->fatal == CDC_EKAFKA && k->n) {
                 cdc_error_t fe = {0};
                 flush(k, &fe);
             }
@@ -1072,29 +887,16 @@ int cdc_kafka_run(cdc_kafka_t *k, cdc_error_t *err)
             break;
         }
         int timeout = POLL_MS;
-        rd_kafka_message_t *m;
-        if (k->slot.n) {
-            /* a full batch is being decoded: read ahead while records are at
-             * hand, else apply it now */
-            if (!(m = rd_kafka_consumer_poll(k->rk, 0))) {
-                if ((rc = slot_apply(k, err))) {
-                    drop_pending(k);
-                    break;
-                }
-                if (k->n) k->deadline_ms = mono_ms() + k->batch_ms;
+        if (k->n) {
+            int64_t left = k->deadline_ms - mono_ms();
+            if (left <= 0) {
+                if ((rc = flush(k, err))) break;
                 continue;
             }
-        } else {
-            if (k->n) {
-                int64_t left = k->deadline_ms - mono_ms();
-                if (left <= 0) {
-                    if ((rc = flush(k, err))) break;
-                    continue;
-                }
-                if (left < timeout) timeout = (int)left;
-            }
-            if (!(m = rd_kafka_consumer_poll(k->rk, timeout))) continue;
+            if (left < timeout) timeout = (int)left;
         }
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(k->rk, timeout);
+        if (!m) continue;
         if (m->err) {
             rd_kafka_resp_err_t e = m->err;
             const char *topic = m->rkt ? rd_kafka_topic_name(m->rkt) : "";
@@ -1128,10 +930,9 @@ int cdc_kafka_run(cdc_kafka_t *k, cdc_error_t *err)
             k->cap = nc;
         }
         k->msgs[k->n++] = m;
-        if (k->n == 1 && !k->slot.n) k->deadline_ms = mono_ms() + k->batch_ms;
-        if (k->n >= k->batch_max && (rc = k->batch_max >= PIPELINE_MIN ? submit(k, err) : flush(k, err))) break;
+        if (k->n == 1) k->deadline_ms = mono_ms() + k->batch_ms;
+        if (k->n >= k->batch_max && (rc = flush(k, err))) break;
     }
-    slot_drop(k); /* left only by a failure: not applied */
     info_line(k, 1);
     return rc;
 }
@@ -1148,7 +949,6 @@ void cdc_kafka_close(cdc_kafka_t *k)
     /* Records not applied by cdc_kafka_run are dropped: the replica's
      * positions say where to start again. */
     drop_pending(k);
-    decoder_stop(k);
     k->closing = 1;
     if (k->rk) {
         rd_kafka_consumer_close(k->rk);

@@ -372,14 +372,12 @@ Test(kafka, consumes_the_document_events_in_bounded_batches)
     mock_stop(&m);
 }
 
-/* A backlog in batches of 1,000 or more: each full batch is decoded on a
- * thread of its own while the one before it is applied (ingest/kafka.c,
- * "Backlog").  4,500 records over 300 keys (updates, deletes with their
- * tombstones, a key's events strictly in order) give the replica exactly the
- * final state, every record counted once, batches never above the bound,
- * and the position at the last offset; then the same topic read again from
- * the beginning in batches of 1,000 changes nothing. */
-Test(kafka, a_backlog_in_large_batches_is_decoded_while_the_batch_before_is_applied)
+/* A backlog in batches of 1,000: 4,500 records over 300 keys (updates,
+ * deletes with their tombstones, a key's events strictly in order) give the
+ * replica exactly the final state, every record counted once, batches never
+ * above the bound, and the position at the last offset; then the same topic
+ * read again from the beginning changes nothing. */
+Test(kafka, a_backlog_in_large_batches_gives_the_final_state_and_replays_change_nothing)
 {
     mock m;
     mock_start(&m, TOPIC, 1);
