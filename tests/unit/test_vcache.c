@@ -58,6 +58,16 @@ static uint64_t rng(uint64_t *x)
 static char *keyj(int k) { return tu_fmt("{\"id\":%d}", k); }
 static char *rowj(int k, unsigned v) { return tu_fmt("{\"id\":%d,\"v\":%u,\"note\":\"%0*u\"}", k, v, (int)(v % 40), v); }
 
+/* An envelope of op with a row of key k and value v as its after image (or,
+ * for a delete, its before image). */
+static char *envj(const char *op, int k, unsigned v, unsigned long long lsn, const char *snap)
+{
+    char *row = rowj(k, v);
+    char *e = strcmp(op, "d") ? tu_env(op, NULL, row, lsn, snap) : tu_env(op, row, NULL, lsn, snap);
+    free(row);
+    return e;
+}
+
 /* One random stream; *offp: the next offset.  The events of a key keep
  * rising LSNs, except the late and duplicate ones, which repeat an earlier
  * event of the stream. */
@@ -73,7 +83,7 @@ static void gen(uint64_t seed, stream *s)
         for (int k = first; k <= last; k++)
             if (rng(&x) % 4) {
                 const char *snap = k == last ? "last" : round ? "true" : "first";
-                add(s, off++, keyj(k), tu_env("r", NULL, rowj(k, (unsigned)rng(&x)), c, snap));
+                add(s, off++, keyj(k), envj("r", k, (unsigned)rng(&x), c, snap));
             }
         /* streamed changes */
         int nchanges = 300 + (int)(rng(&x) % 300);
@@ -86,7 +96,7 @@ static void gen(uint64_t seed, stream *s)
                 add(s, off++, o->key ? strdup(o->key) : NULL, o->value ? strdup(o->value) : NULL);
             } else if (w < 16) { /* delete, then its Kafka tombstone */
                 lsn += 3;
-                add(s, off++, keyj(k), tu_env("d", rowj(k, 0), NULL, lsn, "false"));
+                add(s, off++, keyj(k), envj("d", k, 0, lsn, "false"));
                 add(s, off++, keyj(k), NULL);
             } else if (w < 17) { /* a truncate */
                 lsn += 3;
@@ -96,7 +106,7 @@ static void gen(uint64_t seed, stream *s)
                            lsn));
             } else {
                 lsn += 3;
-                add(s, off++, keyj(k), tu_env(w < 30 ? "c" : "u", NULL, rowj(k, (unsigned)rng(&x)), lsn, "false"));
+                add(s, off++, keyj(k), envj(w < 30 ? "c" : "u", k, (unsigned)rng(&x), lsn, "false"));
             }
         }
     }
