@@ -61,6 +61,8 @@ static const char *doctor_usage =
     "                      all publications of the database together)\n"
     "  --db DIR            the replica: its tables, positions and newest change\n"
     "  --brokers LIST      Kafka bootstrap servers, for the consumer lag (with --db)\n"
+    "  --kafka-config FILE librdkafka properties, key=value lines (the ingest's file:\n"
+    "                      TLS, SASL); its bootstrap.servers serves without --brokers\n"
     "thresholds (SIZE: bytes, or with kB, MB, GB, TB, powers of 1024):\n"
     "  --wal-warn-pct P, --wal-fail-pct P  retained WAL as a percentage of\n"
     "                      max_slot_wal_keep_size (default 50, 80)\n"
@@ -89,7 +91,7 @@ typedef struct check {
 
 typedef struct doctor {
     /* Options. */
-    const char *source, *connect, *connector, *slot, *publication, *db, *brokers;
+    const char *source, *connect, *connector, *slot, *publication, *db, *brokers, *kcfg;
     uint64_t wal_warn_pct, wal_fail_pct, wal_warn, wal_fail, lag_warn, lag_fail, age_warn, age_fail;
     int timeout_ms, json;
     /* What the passes found, for the passes after them. */
@@ -416,18 +418,21 @@ static int64_t now_ms(void)
  * asked again. */
 static void check_lag(doctor *d, const cdc_position_t *pos, size_t np)
 {
+    /* The brokers, or the file that names them. */
+    const char *who = d->brokers ? d->brokers : d->kcfg;
     if (!np) {
-        add(d, LV_WARN, "lag", d->brokers, "consumer lag unknown: the replica holds no Kafka position yet");
+        add(d, LV_WARN, "lag", who, "consumer lag unknown: the replica holds no Kafka position yet");
         return;
     }
     int64_t lag = 0;
     for (size_t i = 0; i < np; i++) {
         int64_t low, high;
         cdc_error_t e = {0};
-        int rc = cdc_kafka_watermarks(d->brokers, pos[i].topic, pos[i].partition, d->timeout_ms, &low, &high, &e);
+        int rc = cdc_kafka_watermarks_config(d->brokers, d->kcfg, pos[i].topic, pos[i].partition, d->timeout_ms,
+                                             &low, &high, &e);
         if (rc) {
             /* One failed query is enough: the others would wait as long. */
-            add(d, LV_FAIL, "lag", d->brokers, "consumer lag unknown: brokers %s: %s", d->brokers,
+            add(d, LV_FAIL, "lag", who, "consumer lag unknown: brokers %s: %s", who,
                 e.msg[0] ? e.msg : cdc_strerror(rc));
             return;
         }
@@ -435,7 +440,7 @@ static void check_lag(doctor *d, const cdc_position_t *pos, size_t np)
         lag += high > next ? high - next : 0;
     }
     d->lag = lag;
-    check *k = add(d, grade(lag, (int64_t)d->lag_warn, (int64_t)d->lag_fail), "lag", d->brokers,
+    check *k = add(d, grade(lag, (int64_t)d->lag_warn, (int64_t)d->lag_fail), "lag", who,
                    "consumer lag %lld %s over %zu %s (warn at %llu, fail at %llu)", (long long)lag,
                    cli_plural((uint64_t)lag, "record", "records"), np, cli_plural(np, "partition", "partitions"),
                    (unsigned long long)d->lag_warn, (unsigned long long)d->lag_fail);
@@ -493,7 +498,7 @@ static void check_replica(doctor *d)
         add(d, LV_FAIL, "replica", d->db, "replica %s: cannot read it: %s", d->db, d->replica_err);
         return;
     }
-    if (d->brokers) check_lag(d, d->pos, d->npos);
+    if (d->brokers || d->kcfg) check_lag(d, d->pos, d->npos);
     check_age(d, &d->total);
 }
 
@@ -536,7 +541,7 @@ static void print_json(const doctor *d, int worst)
  * return: EXIT_OK after --help, EXIT_USAGE after saying what is wrong. */
 static int parse_options(doctor *d, int argc, char **argv)
 {
-    enum { O_WWP = 256, O_WFP, O_WW, O_WF, O_LW, O_LF, O_AW, O_AF, O_TMO, O_PUB, O_SLOT, O_CONNECT, O_CONNECTOR };
+    enum { O_WWP = 256, O_WFP, O_WW, O_WF, O_LW, O_LF, O_AW, O_AF, O_TMO, O_PUB, O_SLOT, O_CONNECT, O_CONNECTOR, O_KCFG };
     static struct option lo[] = {
         {"source", 1, 0, 's'},         {"connect", 1, 0, O_CONNECT}, {"connector", 1, 0, O_CONNECTOR},
         {"slot", 1, 0, O_SLOT},        {"publication", 1, 0, O_PUB}, {"db", 1, 0, 'd'},
@@ -544,7 +549,7 @@ static int parse_options(doctor *d, int argc, char **argv)
         {"wal-warn", 1, 0, O_WW},      {"wal-fail", 1, 0, O_WF},     {"lag-warn", 1, 0, O_LW},
         {"lag-fail", 1, 0, O_LF},      {"age-warn", 1, 0, O_AW},     {"age-fail", 1, 0, O_AF},
         {"timeout-ms", 1, 0, O_TMO},   {"json", 0, 0, 'j'},          {"help", 0, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"kafka-config", 1, 0, O_KCFG}, {0, 0, 0, 0}};
     int c;
     uint64_t v;
     while ((c = getopt_long(argc, argv, "s:d:b:jh", lo, NULL)) != -1) {
@@ -557,6 +562,7 @@ static int parse_options(doctor *d, int argc, char **argv)
         case O_PUB: d->publication = optarg; break;
         case 'd': d->db = optarg; break;
         case 'b': d->brokers = optarg; break;
+        case O_KCFG: d->kcfg = optarg; break;
         case 'j': d->json = 1; break;
         case O_WWP: r = cli_parse_uint("doctor", "--wal-warn-pct", optarg, 1, 100, &d->wal_warn_pct); break;
         case O_WFP: r = cli_parse_uint("doctor", "--wal-fail-pct", optarg, 1, 100, &d->wal_fail_pct); break;
@@ -580,6 +586,7 @@ static int parse_options(doctor *d, int argc, char **argv)
     else if (!d->source) why = "--source CONNINFO is required";
     else if (!!d->connect != !!d->connector) why = "--connect URL and --connector NAME go together";
     else if (d->brokers && !d->db) why = "--brokers needs --db DIR (the positions to measure the lag from)";
+    else if (d->kcfg && !d->db) why = "--kafka-config needs --db DIR (the positions to measure the lag from)";
     else if (d->wal_warn_pct > d->wal_fail_pct || d->wal_warn > d->wal_fail || d->lag_warn > d->lag_fail ||
              d->age_warn > d->age_fail)
         why = "a warn threshold is above its fail threshold";

@@ -5,7 +5,7 @@
  * topic partition the stored position and, with --brokers, the Kafka high
  * watermark and the lag; the dead letters in total.  Everything comes from
  * the replica opened read-only (no lock, so it answers while an ingest
- * writes) and from cdc_kafka_watermarks(): this file links no Kafka client.
+ * writes) and from cdc_kafka_watermarks_config(): this file links no Kafka client.
  *
  * End-to-end latency is not in the replica's data: the ingest that applies
  * to it measures it and writes the last minute's p50/p99 beside it every
@@ -29,7 +29,7 @@
 enum { ST_OK = 0, ST_CANNOT_ANSWER = 1, ST_USAGE = 2 };
 
 static const char *status_usage =
-    "usage: cdcstore status --db DIR [--brokers HOST:PORT] [--timeout-ms MS] [--json]\n"
+    "usage: cdcstore status --db DIR [--brokers HOST:PORT] [--kafka-config FILE] [--timeout-ms MS] [--json]\n"
     "Prints what the replica in DIR holds and how far behind it is: per table the\n"
     "newest applied change (its source ts_ms and LSN, and now - ts_ms: how far\n"
     "behind the source), the counters and the tombstones kept; per topic partition\n"
@@ -40,6 +40,9 @@ static const char *status_usage =
     "streamed changes of the last minute, as a running `cdcstore ingest` of this\n"
     "replica writes them down every second (its file cdcstore-ingest-latency in DIR).\n"
     "  --brokers LIST      bootstrap servers to ask for the high watermarks\n"
+    "  --kafka-config FILE librdkafka properties, key=value lines, # comments: the\n"
+    "                      ingest's file (TLS, SASL); its bootstrap.servers serves\n"
+    "                      when --brokers is not given\n"
     "  --timeout-ms MS     how long to wait for the brokers (default 5000)\n"
     "  --json              one JSON object\n"
     "Exit status: 0 answered, 1 the replica is missing or unreadable, or the brokers\n"
@@ -110,7 +113,7 @@ static const char *iso_time(int64_t ts_ms, char *buf, size_t n)
  * failed by running out of time the brokers are taken as unreachable and
  * the rest are not asked (each would wait as long).  Returns the number of
  * failed queries. */
-static int ask_brokers(const char *brokers, int timeout_ms, part_status *ps, size_t n)
+static int ask_brokers(const char *brokers, const char *kcfg, int timeout_ms, part_status *ps, size_t n)
 {
     int failed = 0, unreachable = 0;
     for (size_t i = 0; i < n; i++) {
@@ -124,7 +127,8 @@ static int ask_brokers(const char *brokers, int timeout_ms, part_status *ps, siz
         cdc_error_t e = {0};
         double t0 = mono_ms();
         p->asked = 1;
-        int rc = cdc_kafka_watermarks(brokers, p->pos->topic, p->pos->partition, timeout_ms, &p->low, &p->high, &e);
+        int rc = cdc_kafka_watermarks_config(brokers, kcfg, p->pos->topic, p->pos->partition, timeout_ms, &p->low,
+                                             &p->high, &e);
         if (rc) {
             snprintf(p->err, sizeof p->err, "%s", e.msg[0] ? e.msg : cdc_strerror(rc));
             failed++;
@@ -301,15 +305,17 @@ static void print_json(const char *db, char **tables, const cdc_stats_t *ts, siz
 
 int cmd_status(int argc, char **argv)
 {
-    const char *db = NULL, *brokers = NULL;
+    const char *db = NULL, *brokers = NULL, *kcfg = NULL;
     int json = 0, timeout_ms = 5000;
     static struct option lo[] = {{"db", 1, 0, 'd'},         {"brokers", 1, 0, 'b'}, {"json", 0, 0, 'j'},
-                                 {"timeout-ms", 1, 0, 't'}, {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
+                                 {"timeout-ms", 1, 0, 't'}, {"help", 0, 0, 'h'},    {"kafka-config", 1, 0, 'k'},
+                                 {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "d:b:jt:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:b:jt:hk:", lo, NULL)) != -1) {
         switch (c) {
         case 'd': db = optarg; break;
         case 'b': brokers = optarg; break;
+        case 'k': kcfg = optarg; break;
         case 'j': json = 1; break;
         case 't': {
             char *end;
@@ -357,10 +363,12 @@ int cmd_status(int argc, char **argv)
     }
     ps = cli_calloc(np, sizeof *ps);
     for (size_t i = 0; i < np; i++) ps[i].pos = &pos[i], ps[i].lag = -1;
-    int failed = brokers ? ask_brokers(brokers, timeout_ms, ps, np) : 0;
+    /* With --kafka-config alone the brokers are the file's bootstrap.servers. */
+    const char *asked = brokers ? brokers : kcfg;
+    int failed = asked ? ask_brokers(brokers, kcfg, timeout_ms, ps, np) : 0;
     int64_t now = now_ms();
-    if (json) print_json(db, tables, ts, nt, &total, ps, np, brokers, now);
-    else print_text(db, tables, ts, nt, &total, ps, np, brokers, now);
+    if (json) print_json(db, tables, ts, nt, &total, ps, np, asked, now);
+    else print_text(db, tables, ts, nt, &total, ps, np, asked, now);
     if (failed) {
         const char *why = "";
         for (size_t i = 0; i < np && !*why; i++)

@@ -762,6 +762,19 @@ CDC_API void cdc_kafka_stats(const cdc_kafka_t *k, cdc_kafka_stats_t *out);
 CDC_API int cdc_kafka_watermarks(const char *brokers, const char *topic, int32_t partition, int timeout_ms,
                                  int64_t *low, int64_t *high, cdc_error_t *err);
 
+/* As cdc_kafka_watermarks, for brokers that take more than an address (TLS,
+ * SASL): the client's librdkafka properties are read from config_file
+ * (NULL: none) as cdc_kafka_open reads it, then brokers (NULL: the file's
+ * bootstrap.servers) is set over them.  The client joins no group, so the
+ * file an ingest uses serves as it is (its consumer properties are unused).
+ * Errors: as cdc_kafka_watermarks; CDC_EINVAL naming FILE:LINE for a line
+ * that is not key=value or a property librdkafka refuses (a secret's value
+ * never shown), or when neither gives bootstrap servers; -errno when the
+ * file cannot be opened. */
+CDC_API int cdc_kafka_watermarks_config(const char *brokers, const char *config_file, const char *topic,
+                                        int32_t partition, int timeout_ms, int64_t *low, int64_t *high,
+                                        cdc_error_t *err);
+
 /* Applies nothing more (records consumed but not applied are read again by
  * the next consumer, from the replica's positions), waits for the group
  * offset commits in flight, leaves the group (rd_kafka_consumer_close) and

@@ -172,7 +172,7 @@ static int64_t wall_ms(void)
 static void klog(cdc_kafka_t *k, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void klog(cdc_kafka_t *k, int level, const char *fmt, ...)
 {
-    if (!k->log) return;
+    if (!k || !k->log) return;
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -967,17 +967,40 @@ static void quiet_log_cb(const rd_kafka_t *rk, int level, const char *fac, const
 int cdc_kafka_watermarks(const char *brokers, const char *topic, int32_t partition, int timeout_ms,
                          int64_t *low, int64_t *high, cdc_error_t *err)
 {
-    if (!brokers || !topic || !low || !high)
+    if (!brokers) return cdc__err(err, CDC_EINVAL, "cdc_kafka_watermarks: bad arguments");
+    return cdc_kafka_watermarks_config(brokers, NULL, topic, partition, timeout_ms, low, high, err);
+}
+
+int cdc_kafka_watermarks_config(const char *brokers, const char *config_file, const char *topic,
+                                int32_t partition, int timeout_ms, int64_t *low, int64_t *high, cdc_error_t *err)
+{
+    if (!topic || !low || !high || (!brokers && !config_file))
         return cdc__err(err, CDC_EINVAL, "cdc_kafka_watermarks: bad arguments");
     *low = *high = -1;
     if (timeout_ms <= 0) timeout_ms = 5000;
     char es[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     rd_kafka_conf_set_log_cb(conf, quiet_log_cb);
-    if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, es, sizeof es) != RD_KAFKA_CONF_OK) {
+    int set_reset = 0, rc;
+    /* The ingest's file as it is (security.protocol, sasl.*, ssl.*): the
+     * client is a producer that sends nothing, so the file's consumer
+     * properties (group.id, ...) are set and ignored, and no group is
+     * looked up or joined. */
+    if (config_file && (rc = conf_file(NULL, conf, config_file, &set_reset, err))) {
+        rd_kafka_conf_destroy(conf);
+        return rc;
+    }
+    if (brokers && rd_kafka_conf_set(conf, "bootstrap.servers", brokers, es, sizeof es) != RD_KAFKA_CONF_OK) {
         rd_kafka_conf_destroy(conf);
         return cdc__err(err, CDC_EINVAL, "brokers %s: %s", brokers, es);
     }
+    char boot[512];
+    size_t bl = sizeof boot;
+    if (rd_kafka_conf_get(conf, "bootstrap.servers", boot, &bl) != RD_KAFKA_CONF_OK || !boot[0]) {
+        rd_kafka_conf_destroy(conf);
+        return cdc__err(err, CDC_EINVAL, "%s: no bootstrap.servers, and no brokers given", config_file);
+    }
+    brokers = boot;
     /* One connection attempt per broker within the timeout is enough. */
     rd_kafka_conf_set(conf, "socket.connection.setup.timeout.ms", "3000", es, sizeof es);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, es, sizeof es);

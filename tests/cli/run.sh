@@ -206,6 +206,8 @@ check "doctor --connect without --connector: exit 2 (got $rc)" \
     bash -c "test $rc = 2 && grep -q -- '--connect URL and --connector NAME go together' '$T/err'"
 run doctor --source "host=127.0.0.1 port=1" --brokers 127.0.0.1:1
 check "doctor --brokers without --db: exit 2 (got $rc)" bash -c "test $rc = 2 && grep -q -- '--brokers needs --db' '$T/err'"
+run doctor --source "host=127.0.0.1 port=1" --kafka-config /dev/null
+check "doctor --kafka-config without --db: exit 2 (got $rc)" bash -c "test $rc = 2 && grep -q -- '--kafka-config needs --db' '$T/err'"
 bad_number --wal-warn-pct 101 doctor --source x --wal-warn-pct 101
 run doctor --source x --wal-warn 5XB
 check "doctor --wal-warn 5XB: exit 2, names the option and the value (got $rc)" \

@@ -13,7 +13,8 @@
 # counters.  Last, an ingest from a broker in another process (librdkafka's
 # mock cluster, tests/cli/mock_kafka.c) under a steady load: /metrics shows
 # cdcstore_applied_total growing and, once drained, one latency per change
-# and no lag; `status --brokers` finds the position at the high watermark.
+# and no lag; `status --brokers` finds the position at the high watermark,
+# and so does `status --kafka-config` with the brokers in the file.
 # The end-to-end suite (tests/e2e/run.sh, scenario 1) checks /metrics during
 # an ingest on the real stack.
 set -euo pipefail
@@ -215,6 +216,35 @@ check "status --brokers: offset, high watermark, lag" "$((N - 1)) $N 0 0" \
 check "status --brokers: every change applied" "$N" "$(jq '.tables["public.items"].counters.applied' "$T/live.json")"
 "$BIN" status --db "$LIVE" --brokers "$BOOT" | grep -qE "^  $TOPIC\[0\]  offset $((N - 1))  high watermark $N  lag 0$" \
     && ok "status --brokers: text" || bad "status --brokers: text: $("$BIN" status --db "$LIVE" --brokers "$BOOT" | grep "$TOPIC")"
+# --kafka-config: the ingest's librdkafka file (its consumer properties
+# unused), whose bootstrap.servers serves without --brokers; --brokers set
+# over a file's wrong address; a bad line and an unknown property named
+# with FILE:LINE.
+printf '# the ingest'"'"'s file\nbootstrap.servers = %s\ngroup.id=cdcstore\nauto.offset.reset=earliest\n' "$BOOT" >"$T/k.properties"
+set +e
+"$BIN" status --db "$LIVE" --kafka-config "$T/k.properties" --json >"$T/kc.json" 2>"$T/kc.err"
+check "status --kafka-config exits 0" 0 $?
+check "status --kafka-config: high watermark and lag from the file's brokers" "$N 0" \
+    "$(jq -r '"\(.partitions[0].high_watermark) \(.partitions[0].lag)"' "$T/kc.json")"
+printf 'bootstrap.servers=127.0.0.1:1\n' >"$T/k2.properties"
+"$BIN" status --db "$LIVE" --kafka-config "$T/k2.properties" --brokers "$BOOT" --json >"$T/kc2.json" 2>"$T/kc2.err"
+check "status: --brokers over the file's bootstrap.servers" "0 $N" \
+    "$? $(jq -r '.partitions[0].high_watermark' "$T/kc2.json")"
+printf 'bootstrap.servers=%s\nsecurity.protocol\n' "$BOOT" >"$T/k3.properties"
+"$BIN" status --db "$LIVE" --kafka-config "$T/k3.properties" >"$T/kc3.out" 2>"$T/kc3.err"
+check "status --kafka-config with a bad line exits 1" 1 $?
+grep -q "$T/k3.properties:2: expected key=value" "$T/kc3.err" && ok "status --kafka-config: the bad line named" \
+    || bad "status --kafka-config: bad line message: $(cat "$T/kc3.err")"
+printf 'bootstrap.servers=%s\nno.such.property=1\n' "$BOOT" >"$T/k4.properties"
+"$BIN" status --db "$LIVE" --kafka-config "$T/k4.properties" >"$T/kc4.out" 2>"$T/kc4.err"
+check "status --kafka-config with an unknown property exits 1" 1 $?
+grep -q "$T/k4.properties:2: property no.such.property" "$T/kc4.err" && ok "status --kafka-config: the property named" \
+    || bad "status --kafka-config: unknown property message: $(cat "$T/kc4.err")"
+"$BIN" status --db "$LIVE" --kafka-config "$T/missing.properties" >/dev/null 2>"$T/kc5.err"
+check "status --kafka-config with a missing file exits 1" 1 $?
+grep -q "$T/missing.properties: cannot open" "$T/kc5.err" && ok "status --kafka-config: the missing file named" \
+    || bad "status --kafka-config: missing file message: $(cat "$T/kc5.err")"
+set -e
 behind=$(jq '.tables["public.items"].behind_ms' "$T/live.json")
 if [ "$behind" -ge 0 ] && [ "$behind" -lt 60000 ]; then ok "status: ${behind} ms behind the source"; else bad "status: behind_ms $behind"; fi
 # the last minute's latency, written down by the running ingest every second

@@ -249,6 +249,10 @@ check "1 doctor --json: status OK, exit 0, 8 checks, the WAL figure in bytes" ev
         ([.checks[] | select(.check == \"wal\")][0] | .unit == \"bytes\" and .value >= 0 and .fail > .warn)" \
         "$WORK/d1j.out" >/dev/null || { echo "exit $DRC"; cat "$WORK/d1j.out"; false; }'
 
+printf 'bootstrap.servers=%s\ngroup.id=%s\n' "$KAFKA_BROKERS" "$GROUP" >"$WORK/kafka.properties"
+doctor "$WORK/d1k.out" "${CONNECT_ARGS[@]}" --db "$R" --kafka-config "$WORK/kafka.properties"
+check "1 doctor --kafka-config (the brokers in the ingest's file): lag 0, exit 0" expect "$WORK/d1k.out" 0 \
+    "^OK   consumer lag 0 records over 4 partitions"
 # 2: a publication that misses tables of the replica.
 e2e_log "2: a publication of public.orders alone"
 su_psql -c "CREATE PUBLICATION ${NAME}_narrow FOR TABLE public.orders" >/dev/null
