@@ -292,6 +292,8 @@ typedef struct cdc_iter_options {
     const char *lower_json;  /* NULL or a key as JSON ({"order_id": 10} or [10]); inclusive */
     const char *upper_json;  /* NULL or a key as JSON; exclusive */
     int include_deleted;     /* 1: also tombstones */
+    int no_key_json;         /* 1: row->key_json is NULL (a bulk reader saves formatting
+                              * every row's key; cdc_iter_key_json gives it on demand) */
 } cdc_iter_options_t;
 
 /* Opens an iterator over table in primary-key order (integers numerically,
@@ -303,6 +305,10 @@ CDC_API int cdc_iter_open(cdc_store_t *st, const char *table, const cdc_iter_opt
                           cdc_iter_t **out, cdc_error_t *err);
 /* 1 and fills *row when there is a row, 0 at the end, negative on error. */
 CDC_API int cdc_iter_next(cdc_iter_t *it, cdc_row_t *row, cdc_error_t *err);
+/* The key of the row the last cdc_iter_next returned, as a JSON object
+ * text (row->key_json's), valid until the next call on it; NULL when there
+ * is no such row or its stored key does not decode. */
+CDC_API const char *cdc_iter_key_json(cdc_iter_t *it);
 CDC_API void cdc_iter_close(cdc_iter_t *it);
 
 /* The column names of table in source order: the columns the newest applied

@@ -570,7 +570,7 @@ static int range_iter(cdc_store_t *st, const char *table, const cdc__buf *lo, co
                       cdc_error_t *err)
 {
     cdc__buf lj = {0}, hj = {0};
-    cdc_iter_options_t io = {0};
+    cdc_iter_options_t io = {.no_key_json = 1}; /* formatted only for an error */
     int rc = 0;
     if (lo->len && !(rc = cdc__key_json_array(lo->p, lo->len, &lj))) io.lower_json = lj.p;
     if (!rc && hi->len && !(rc = cdc__key_json_array(hi->p, hi->len, &hj))) io.upper_json = hj.p;
@@ -599,7 +599,8 @@ static int write_range(writer *w, const cdc__buf *lo, const cdc__buf *hi, cdc_er
         if ((rc = cdc__pq_row(w->pq, row.values, row.lens, &w->out, w->off, err))) {
             char msg[sizeof err->msg];
             snprintf(msg, sizeof msg, "%s", err->msg);
-            rc = cdc__err(err, rc, "export of %s: key %s: %s", w->table, row.key_json, msg);
+            const char *kj = cdc_iter_key_json(it);
+            rc = cdc__err(err, rc, "export of %s: key %s: %s", w->table, kj ? kj : "(does not decode)", msg);
             break;
         }
         w->cur->hash += cdc__row_hash(row.values, row.lens, NULL, row.ncols, CDC_HASH_LOOKUP3, &scratch);

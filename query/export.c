@@ -113,7 +113,9 @@ static int export_part(part *p)
     const cdc__export_format *fmt = p->fmt;
     cdc_error_t *err = &p->err;
     const char *table = p->table;
-    cdc_iter_options_t io = {p->lower_json, p->upper_json, opts->meta};
+    /* The key's JSON is formatted per row only for a format that reads it. */
+    cdc_iter_options_t io = {.lower_json = p->lower_json, .upper_json = p->upper_json, .include_deleted = opts->meta,
+                             .no_key_json = !fmt->key_json};
     cdc_iter_t *it;
     int rc = cdc_iter_open(p->st, table, &io, &it, err);
     if (rc) return rc;
@@ -129,7 +131,8 @@ static int export_part(part *p)
     if (p->begin && fmt->begin && (rc = part_begin(p))) goto done;
     while ((rc = cdc_iter_next(it, &row, err)) == 1) {
         if ((rc = fmt->row(&p->ctx, &row))) {
-            rc = cdc__err(err, rc, "export of %s: key %s: %s", table, row.key_json,
+            const char *kj = cdc_iter_key_json(it);
+            rc = cdc__err(err, rc, "export of %s: key %s: %s", table, kj ? kj : "(does not decode)",
                           p->ctx.err.msg[0] ? p->ctx.err.msg : cdc_strerror(rc));
             goto done;
         }
@@ -186,7 +189,7 @@ static int has_row_from(cdc_store_t *st, const char *table, int64_t k, int inclu
 {
     char lo[32];
     snprintf(lo, sizeof lo, "[%lld]", (long long)k);
-    cdc_iter_options_t io = {lo, NULL, include_deleted};
+    cdc_iter_options_t io = {.lower_json = lo, .include_deleted = include_deleted, .no_key_json = 1};
     cdc_iter_t *it;
     cdc_row_t row;
     if (cdc_iter_open(st, table, &io, &it, NULL)) return 0;
@@ -210,7 +213,7 @@ static int split_point(cdc_store_t *st, const char *table, const cdc_export_opti
     cdc_stats_t stats = {0};
     uint64_t min_rows = env ? 1 : 1000000; /* CDC_EXPORT_THREADS=2 forces it, for tests */
     if (cdc_store_stats(st, table, &stats, NULL) || stats.rows_live < min_rows) return -1;
-    cdc_iter_options_t io = {NULL, NULL, opts->meta};
+    cdc_iter_options_t io = {.include_deleted = opts->meta, .no_key_json = 1};
     cdc_iter_t *it;
     cdc_row_t row;
     if (cdc_iter_open(st, table, &io, &it, NULL)) return -1;

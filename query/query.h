@@ -87,6 +87,9 @@ typedef struct cdc__export_format {
      * too, placed shift bytes after the second's offset 0.  NULL: no. */
     int (*flush)(cdc__export_ctx *c);
     int (*adopt)(cdc__export_ctx *c, cdc__export_ctx *from, uint64_t shift);
+    /* 1: row() reads row->key_json.  0: it is NULL (the export then formats
+     * no key per row, only one for an error). */
+    int key_json;
 } cdc__export_format;
 
 extern const cdc__export_format cdc__export_csv, cdc__export_ndjson, cdc__export_parquet;

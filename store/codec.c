@@ -172,7 +172,7 @@ void cdc__buf_free(cdc__buf *b)
     b->len = b->cap = 0;
 }
 
-int cdc__get_varint(const char **p, const char *end, uint64_t *v)
+int cdc__get_varint_long(const char **p, const char *end, uint64_t *v)
 {
     uint64_t r = 0;
     int shift = 0;

@@ -76,8 +76,18 @@ void cdc__buf_put_u64be(cdc__buf *b, uint64_t v);
 void cdc__buf_free(cdc__buf *b);
 static inline void cdc__buf_reset(cdc__buf *b) { b->len = 0; }
 
-/* Reads a varint at *p (not past end); advances *p.  0 ok, -1 truncated. */
-int cdc__get_varint(const char **p, const char *end, uint64_t *v);
+/* Reads a varint at *p (not past end); advances *p.  0 ok, -1 truncated.
+ * Inline for the one-byte case (a row's column indexes and most lengths,
+ * read for every column of every row an export or the guard decodes). */
+int cdc__get_varint_long(const char **p, const char *end, uint64_t *v);
+static inline int cdc__get_varint(const char **p, const char *end, uint64_t *v)
+{
+    if (*p < end && !(**p & 0x80)) {
+        *v = (unsigned char)*(*p)++;
+        return 0;
+    }
+    return cdc__get_varint_long(p, end, v);
+}
 
 /* ---- Key codec (store/codec.c) ---- */
 

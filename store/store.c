@@ -1293,7 +1293,8 @@ int cdc__row_columns(const cdc__table *t, const char *row, size_t row_len, const
     return 0;
 }
 
-/* Fills *row from a stored key and value; arrays come from the caller. */
+/* Fills *row from a stored key and value; arrays come from the caller.
+ * keyjson NULL: row->key_json is NULL and the key is not formatted. */
 static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v, size_t vl,
                     cdc__buf *keyjson, const char **vals, size_t *lens, cdc_row_t *row)
 {
@@ -1304,9 +1305,11 @@ static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v
      * stored before the floor rose depends on the batching, and what is
      * read must not. */
     if (t->floor_set && cdc__version_cmp(&val.ver, &t->floor) < 0) return 1;
-    cdc__buf_reset(keyjson);
-    if (cdc__key_to_json(k, kl, (const char *const *)t->keycols, t->nkey, keyjson)) return CDC_ECORRUPT;
-    cdc__buf_putc(keyjson, 0);
+    if (keyjson) {
+        cdc__buf_reset(keyjson);
+        if (cdc__key_to_json(k, kl, (const char *const *)t->keycols, t->nkey, keyjson)) return CDC_ECORRUPT;
+        cdc__buf_putc(keyjson, 0);
+    }
     if (cdc__row_columns(t, val.row, val.row_len, vals, lens, t->ncols)) return CDC_ECORRUPT;
     /* The columns the source has now, in order (compacted in place: live
      * indexes only grow); a column the row does not hold reads as its
@@ -1328,7 +1331,7 @@ static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v
     row->unknown = unknown;
     row->key = k;
     row->key_len = kl;
-    row->key_json = keyjson->p;
+    row->key_json = keyjson ? keyjson->p : NULL;
     row->deleted = !!(val.flags & CDC__F_DELETED);
     row->from_snapshot = !!(val.flags & CDC__F_SNAPSHOT);
     row->epoch = val.ver.epoch;
@@ -1579,8 +1582,11 @@ struct cdc_iter {
     cdc__scan scan;
     const rocksdb_snapshot_t *snap;
     cdc__buf lower, upper, keyjson;
-    int include_deleted;
+    int include_deleted, no_key_json;
     int started, opened;
+    const char *cur_key; /* the key of the row last returned, and whether keyjson holds it */
+    size_t cur_key_len;
+    int cur_json;
     const char **vals;
     size_t *lens;
 };
@@ -1598,6 +1604,7 @@ int cdc_iter_open(cdc_store_t *st, const char *table, const cdc_iter_options_t *
     if (o && o->lower_json && (rc = parse_key(st, t, o->lower_json, &it->lower, err))) goto fail;
     if (o && o->upper_json && (rc = parse_key(st, t, o->upper_json, &it->upper, err))) goto fail;
     it->include_deleted = o ? o->include_deleted : 0;
+    it->no_key_json = o ? o->no_key_json : 0;
     it->snap = rocksdb_create_snapshot(st->db);
     cdc__scan_open(st, t, it->snap, 1, it->lower.len ? it->lower.p : NULL, it->lower.len,
                    it->upper.len ? it->upper.p : NULL, it->upper.len, &it->scan);
@@ -1613,6 +1620,7 @@ fail:
 
 int cdc_iter_next(cdc_iter_t *it, cdc_row_t *row, cdc_error_t *err)
 {
+    it->cur_key = NULL;
     for (;;) {
         if (!it->started) it->started = 1; /* cdc__scan_open positioned it */
         else cdc__scan_next(&it->scan);
@@ -1627,12 +1635,29 @@ int cdc_iter_next(cdc_iter_t *it, cdc_row_t *row, cdc_error_t *err)
             }
             return 0;
         }
-        int rc = fill_row(it->t, k, kl, v, vl, &it->keyjson, it->vals, it->lens, row);
+        int rc = fill_row(it->t, k, kl, v, vl, it->no_key_json ? NULL : &it->keyjson, it->vals, it->lens, row);
         if (rc == 1) continue; /* below the floor: absent */
         if (rc) return cdc__err(err, rc, "table %s: a stored row does not decode", it->t->name);
         if (row->deleted && !it->include_deleted) continue;
+        it->cur_key = k;
+        it->cur_key_len = kl;
+        it->cur_json = !it->no_key_json;
         return 1;
     }
+}
+
+const char *cdc_iter_key_json(cdc_iter_t *it)
+{
+    if (!it || !it->cur_key) return NULL;
+    if (!it->cur_json) {
+        cdc__buf_reset(&it->keyjson);
+        if (cdc__key_to_json(it->cur_key, it->cur_key_len, (const char *const *)it->t->keycols, it->t->nkey,
+                             &it->keyjson))
+            return NULL;
+        cdc__buf_putc(&it->keyjson, 0);
+        it->cur_json = 1;
+    }
+    return it->keyjson.p;
 }
 
 void cdc_iter_close(cdc_iter_t *it)
