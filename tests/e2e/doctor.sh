@@ -53,35 +53,6 @@ STARTED_STACK=0
 WAL_SET=0
 REGISTERED=0
 
-ok() {
-    PASSED=$((PASSED + 1))
-    echo "ok   $*"
-}
-# fail NAME [FILE]: a FAIL line with FILE's first line, the rest of it below.
-fail() {
-    FAILED=$((FAILED + 1))
-    if [[ -z ${2:-} || ! -s $2 ]]; then
-        echo "FAIL $1"
-        return 0
-    fi
-    echo "FAIL $1: $(head -n 1 "$2" | cut -c1-300)"
-    tail -n +2 "$2" | head -n 25 | sed 's/^/     | /'
-}
-# check NAME CMD...: ok when CMD succeeds; its output is the reason otherwise.
-check() {
-    local name=$1
-    shift
-    "$@" >"$WORK/check.out" 2>&1
-    local rc=$?
-    if ((rc == 0)); then
-        ok "$name"
-        return 0
-    fi
-    [[ -s $WORK/check.out ]] || echo "exited $rc: $*" >"$WORK/check.out"
-    fail "$name" "$WORK/check.out"
-    return 1
-}
-
 # doctor OUT ARGS...: runs cdcstore doctor (60 s at most) against the
 # stack's source; stdout in OUT, stderr in OUT.err, the exit status in $DRC.
 doctor() {
@@ -112,13 +83,6 @@ expect() {
     fi
 }
 CONNECT_ARGS=()
-# same WHAT GOT WANT: true when GOT is WANT; otherwise says what WHAT was.
-same() {
-    [[ $2 == "$3" ]] || {
-        echo "$1: ${2:-(nothing)}, expected $3"
-        return 1
-    }
-}
 
 # set_keep VALUE: max_slot_wal_keep_size (ALTER SYSTEM, reloaded); waits
 # until a new session sees it.

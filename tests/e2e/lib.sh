@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# tests/e2e/lib.sh: what tests/e2e/run.sh and tests/e2e/pipeline-demo.sh
-# share (sourced, bash).  The caller sets WORK (a scratch directory) first.
+# tests/e2e/lib.sh: what tests/e2e/run.sh, tests/e2e/doctor.sh,
+# tests/e2e/pipeline-demo.sh and bench/latency.sh share (sourced, bash).
+# The caller sets WORK (a scratch directory) first.
 #
 # PostgreSQL -> Debezium -> Kafka come from tests/stack/ (stack.sh,
 # connector.sh, changegen); cdcstore from build/cdcstore; e2e_kafka (Kafka
@@ -73,6 +74,68 @@ e2e_die() {
 }
 
 now_ms() { date +%s%3N; }
+
+# ---- Results: the suites' ok/FAIL lines (the caller sets PASSED=0 FAILED=0) ----
+
+ok() {
+    PASSED=$((PASSED + 1))
+    echo "ok   $*"
+}
+# fail NAME [FILE]: a FAIL line; FILE holds the reason (the output of the
+# check). Its first line goes on the FAIL line, the rest under it: whole up to
+# 25 lines, else the first 10 and the last 14 (the end is where a process
+# says why it stopped). FILE is kept in the work directory as failed-N.out.
+fail() {
+    FAILED=$((FAILED + 1))
+    if [[ -z ${2:-} || ! -s $2 ]]; then
+        echo "FAIL $1"
+        return 0
+    fi
+    local keep=$WORK/failed-$FAILED.out why lines
+    cp "$2" "$keep"
+    why=$(head -n 1 "$keep")
+    echo "FAIL $1: ${why:0:300}$( ((${#why} > 300)) && echo ...)"
+    tail -n +2 "$keep" >"$WORK/fail.rest"
+    lines=$(wc -l <"$WORK/fail.rest")
+    if ((lines <= 25)); then
+        sed 's/^/     | /' "$WORK/fail.rest"
+    else
+        head -n 10 "$WORK/fail.rest" | sed 's/^/     | /'
+        echo "     | ... $((lines - 24)) lines left out (all in $keep)"
+        tail -n 14 "$WORK/fail.rest" | sed 's/^/     | /'
+    fi
+}
+# check NAME CMD...: ok when CMD succeeds; its output is shown on failure, or
+# appended to NAME on success when it prints one line. A CMD that fails
+# without a word (test, awk, ...) is shown with its exit status and its
+# arguments as they were expanded, so that a FAIL line always has a reason.
+check() {
+    local name=$1 out
+    shift
+    "$@" >"$WORK/check.out" 2>&1
+    local rc=$?
+    out=$(head -c 300 "$WORK/check.out" | head -n 1)
+    if ((rc == 0)); then
+        ok "$name${out:+ ($out)}"
+        return 0
+    fi
+    if [[ ! -s $WORK/check.out ]]; then
+        local cmd
+        cmd=$(printf '%q ' "$@")
+        cmd=${cmd% }
+        printf 'exited %d without output: %s\n' "$rc" "${cmd:0:400}" >"$WORK/check.out"
+    fi
+    fail "$name" "$WORK/check.out"
+    return 1
+}
+
+# same WHAT GOT WANT: true when GOT is WANT; otherwise says what WHAT was.
+same() {
+    [[ $2 == "$3" ]] || {
+        echo "$1: ${2:-(nothing)}, expected $3"
+        return 1
+    }
+}
 
 # reason_of FILE: the line of a process's stderr or log that says why it
 # failed: the last one that speaks of an error, else the last one.
