@@ -22,7 +22,9 @@
 # tenth of a full export.  Each figure is printed with the load average at
 # the time, and appended to $QUERY_BENCH_DIR/results.jsonl.
 # QUERY_BENCH_ONLY=delta runs only the data, the replica and the Delta part
-# (no PostgreSQL, hashes, reconciles, CSV or Parquet exports, DuckDB).
+# (no PostgreSQL, hashes, reconciles, CSV or Parquet exports, DuckDB);
+# QUERY_BENCH_ONLY=parquet only the data, the replica, DuckDB's COPY and the
+# Parquet exports (QUERY_BENCH_REPS=3: the best of three of each).
 # Data are generated once per row count and kept in $QUERY_BENCH_DIR
 # (default /tmp/cdcbench); QUERY_BENCH_KEEP=1 keeps PostgreSQL's data and
 # the exported files too.  The typed part needs the test venv (tests/lib/venv.sh:
@@ -99,7 +101,7 @@ t0=$(now)
 "$CDC" apply --db "$D/replica" --quiet /dev/null || exit 1
 report "settle the replica (read-write open: replay and flush the log)" "$(calc "$(now) - $t0")"
 
-if [ "$ONLY" != delta ]; then
+if [ -z "$ONLY" ]; then
 # ---- PostgreSQL ----
 rm -rf "$PG" && mkdir -p "$PG" && chown postgres "$PG" 2>/dev/null
 as_pg "$PGBIN/initdb" -D "$PG/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null || exit 1
@@ -275,6 +277,7 @@ PY
 )
 report "check: the Parquet files read back by DuckDB" "$(calc "$(now) - $t0")" "$(oneline "$chk")"
 fi
+[ "$ONLY" = parquet ] && exit 0
 
 # Delta, the whole table into a new directory: default --file-rows
 # (250,000) and 1,000,000 (larger files, a coarser refresh).
