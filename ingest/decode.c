@@ -200,9 +200,11 @@ static const char *json_kind(const cJSON *v)
  * document.  So while a record is decoded, the thread's cJSON allocations
  * are carved from a bump arena whose first block lies on
  * cdc__decode_record's stack (a record of the bench's widest rows, 30
- * columns, takes 5 KiB of it); a larger record adds heap blocks.  Freeing into the arena
- * does nothing, the documents are not walked by cJSON_Delete (doc_release),
- * and the arena's heap blocks are freed when the record is done.
+ * columns, takes 5 KiB of it); a larger record adds heap blocks.  Freeing
+ * into the arena does nothing, the documents are not walked by cJSON_Delete
+ * (doc_release), and the arena's heap blocks are freed when the record is
+ * done.  Memory the arena does not own (were cJSON's hooks ever changed by
+ * someone else) is freed and deleted as before: arena_owns decides.
  *
  * cJSON's hooks take no context, so the arena is found through a
  * thread-local pointer: each decoding thread of a batch has its own, and
@@ -229,12 +231,13 @@ static const char *json_kind(const cJSON *v)
 
 typedef struct arena_block {
     struct arena_block *next;
-    size_t pad; /* keeps the data that follows ARENA_ALIGN-aligned */
+    size_t size; /* bytes of data after the header (which keeps them aligned) */
 } arena_block;
 
 typedef struct arena {
     char *cur, *end;
-    arena_block *blocks; /* heap blocks, freed by arena_done */
+    const char *first, *first_end; /* the block on the stack, if any */
+    arena_block *blocks;           /* heap blocks, freed by arena_done */
 } arena;
 
 static __thread arena *tl_arena;
@@ -247,6 +250,7 @@ static void *arena_grow(arena *a, size_t n)
     size_t size = sizeof(arena_block) + (own ? n : ARENA_BLOCK);
     arena_block *b = cdc__malloc(size);
     b->next = a->blocks;
+    b->size = size - sizeof(arena_block);
     a->blocks = b;
     char *p = (char *)(b + 1);
     if (!own) {
@@ -264,6 +268,16 @@ static void *arena_alloc(arena *a, size_t n)
     void *p = a->cur;
     a->cur += n;
     return p;
+}
+
+/* Was p carved from the arena?  Compared as addresses: p may be anywhere. */
+static int arena_owns(const arena *a, const void *p)
+{
+    uintptr_t q = (uintptr_t)p;
+    if (q >= (uintptr_t)a->first && q < (uintptr_t)a->first_end) return 1;
+    for (const arena_block *b = a->blocks; b; b = b->next)
+        if (q >= (uintptr_t)(b + 1) && q < (uintptr_t)(b + 1) + b->size) return 1;
+    return 0;
 }
 
 static void arena_done(arena *a)
@@ -287,7 +301,8 @@ static void *hook_malloc(size_t n)
 
 static void hook_free(void *p)
 {
-    if (!tl_arena) free(p);
+    arena *a = tl_arena;
+    if (!a || !arena_owns(a, p)) free(p);
 }
 
 static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
@@ -298,11 +313,12 @@ static void hooks_init(void)
     cJSON_InitHooks(&h);
 }
 
-/* Releases a parsed document: nothing to do within a record, whose arena
- * goes as a whole. */
+/* Releases a parsed document: nothing to do for one in the record's arena,
+ * which goes as a whole. */
 static void doc_release(cJSON *j)
 {
-    if (!tl_arena) cJSON_Delete(j);
+    arena *a = tl_arena;
+    if (j && (!a || !arena_owns(a, j))) cJSON_Delete(j);
 }
 
 /* Parses exactly n bytes of JSON text: trailing whitespace (and NUL bytes)
@@ -1808,13 +1824,15 @@ int cdc__decode_record(const cdc_record_t *rec, cdc__scale_fn scale, void *scale
 {
     if (!rec || !ev) return cdc__err(err, CDC_EINVAL, "cdc__decode_record: no record or no event");
     pthread_once(&hooks_once, hooks_init);
-    arena a = {NULL, NULL, NULL};
+    arena a = {NULL, NULL, NULL, NULL, NULL};
 #if ARENA_ON_HEAP
     (void)arena_grow(&a, 0); /* an empty first carve: the whole block is left */
 #else
     _Alignas(ARENA_ALIGN) char first[ARENA_FIRST];
     a.cur = first;
     a.end = first + sizeof first;
+    a.first = first;
+    a.first_end = a.end;
 #endif
     arena *outer = tl_arena;
     tl_arena = &a;
