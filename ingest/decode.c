@@ -1823,7 +1823,7 @@ int cdc__decode_record(const cdc_record_t *rec, cdc__scale_fn scale, void *scale
                        cdc__event *ev, cdc_error_t *err)
 {
     if (!rec || !ev) return cdc__err(err, CDC_EINVAL, "cdc__decode_record: no record or no event");
-    pthread_once(&hooks_once, hooks_init);
+    /* cJSON's hooks are installed by parse_json, before its first allocation. */
     arena a = {NULL, NULL, NULL, NULL, NULL};
 #if ARENA_ON_HEAP
     (void)arena_grow(&a, 0); /* an empty first carve: the whole block is left */

@@ -1293,6 +1293,16 @@ int cdc__row_columns(const cdc__table *t, const char *row, size_t row_len, const
     return 0;
 }
 
+/* The stored key k of table t as a NUL-terminated JSON object in out.
+ * 0, or CDC_ECORRUPT when it does not decode. */
+static int key_json_into(const cdc__table *t, const char *k, size_t kl, cdc__buf *out)
+{
+    cdc__buf_reset(out);
+    if (cdc__key_to_json(k, kl, (const char *const *)t->keycols, t->nkey, out)) return CDC_ECORRUPT;
+    cdc__buf_putc(out, 0);
+    return 0;
+}
+
 /* Fills *row from a stored key and value; arrays come from the caller.
  * keyjson NULL: row->key_json is NULL and the key is not formatted. */
 static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v, size_t vl,
@@ -1305,11 +1315,7 @@ static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v
      * stored before the floor rose depends on the batching, and what is
      * read must not. */
     if (t->floor_set && cdc__version_cmp(&val.ver, &t->floor) < 0) return 1;
-    if (keyjson) {
-        cdc__buf_reset(keyjson);
-        if (cdc__key_to_json(k, kl, (const char *const *)t->keycols, t->nkey, keyjson)) return CDC_ECORRUPT;
-        cdc__buf_putc(keyjson, 0);
-    }
+    if (keyjson && key_json_into(t, k, kl, keyjson)) return CDC_ECORRUPT;
     if (cdc__row_columns(t, val.row, val.row_len, vals, lens, t->ncols)) return CDC_ECORRUPT;
     /* The columns the source has now, in order (compacted in place: live
      * indexes only grow); a column the row does not hold reads as its
@@ -1650,11 +1656,7 @@ const char *cdc_iter_key_json(cdc_iter_t *it)
 {
     if (!it || !it->cur_key) return NULL;
     if (!it->cur_json) {
-        cdc__buf_reset(&it->keyjson);
-        if (cdc__key_to_json(it->cur_key, it->cur_key_len, (const char *const *)it->t->keycols, it->t->nkey,
-                             &it->keyjson))
-            return NULL;
-        cdc__buf_putc(&it->keyjson, 0);
+        if (key_json_into(it->t, it->cur_key, it->cur_key_len, &it->keyjson)) return NULL;
         it->cur_json = 1;
     }
     return it->keyjson.p;
