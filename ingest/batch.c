@@ -7,6 +7,7 @@
  * each record and advance the source position past it.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,134 @@ cdc__event *cdc__decode_batch(const cdc_store_t *st, const cdc_record_t *recs, s
     decode_range(&jobs[0]);
     if (threaded) pthread_join(th, NULL);
     return evs;
+}
+
+/* ---- The decoder: a batch decoded beside the apply of the one before ----
+ *
+ * A source that applies batch after batch (the Kafka consumer) hands batch
+ * k+1 to the decoder's thread and applies batch k meanwhile; then its own
+ * thread takes part in what is left of batch k+1 (cdc__decoder_finish).
+ * The records are dealt out in chunks of DECODER_CHUNK from one atomic
+ * counter, so whichever thread is free takes the next chunk: when the apply
+ * is done first, both cores decode; when the decoding is done first, the
+ * apply never waits for it.  (The file source has its own pipeline, a
+ * reader thread that also reads and scans the file, filesrc.c.)
+ * Every record still yields one event, in its place; events are written by
+ * one thread each, and finish returns after both threads are out of the
+ * batch (the mutex orders their writes before the caller's reads). */
+#define DECODER_CHUNK 64
+
+struct cdc__decoder {
+    decode_job job;     /* the batch: recs, evs, n in job.to */
+    atomic_size_t next; /* first record of the next chunk to take */
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int submitted;      /* a batch waits for the worker */
+    int busy;           /* the worker is in a batch */
+    int pending;        /* a batch was submitted and not yet finished */
+    int quit;
+};
+
+static void decode_chunks(cdc__decoder *d)
+{
+    const decode_job *j = &d->job;
+    for (;;) {
+        size_t from = atomic_fetch_add_explicit(&d->next, DECODER_CHUNK, memory_order_relaxed);
+        if (from >= j->to) return;
+        size_t to = from + DECODER_CHUNK < j->to ? from + DECODER_CHUNK : j->to;
+        /* An interrupted batch is never applied (decode_range): the rest of
+         * its records are left undecoded. */
+        if (j->interrupt && *j->interrupt) continue;
+        for (size_t i = from; i < to; i++) decode_one(j, &j->recs[i], &j->evs[i]);
+    }
+}
+
+static void *decoder_main(void *arg)
+{
+    cdc__decoder *d = arg;
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        while (!d->submitted && !d->quit) pthread_cond_wait(&d->cv, &d->mu);
+        if (d->quit) break;
+        d->submitted = 0;
+        d->busy = 1;
+        pthread_mutex_unlock(&d->mu);
+        decode_chunks(d);
+        pthread_mutex_lock(&d->mu);
+        d->busy = 0;
+        pthread_cond_broadcast(&d->cv);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
+cdc__decoder *cdc__decoder_new(const cdc_store_t *st, const cdc_apply_options_t *opts)
+{
+    cdc__decoder *d = cdc__calloc(1, sizeof *d);
+    d->job.st = st;
+    d->job.max_bytes = opts && opts->max_record_bytes ? opts->max_record_bytes : DEFAULT_MAX_RECORD;
+    d->job.interrupt = opts ? opts->interrupt : NULL;
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_cond_init(&d->cv, NULL);
+    if (pthread_create(&d->th, NULL, decoder_main, d) != 0) {
+        pthread_mutex_destroy(&d->mu);
+        pthread_cond_destroy(&d->cv);
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+void cdc__decoder_submit(cdc__decoder *d, const cdc_record_t *recs, size_t n)
+{
+    pthread_mutex_lock(&d->mu);
+    while (d->busy) pthread_cond_wait(&d->cv, &d->mu); /* out of the batch before (finish saw to it) */
+    d->job.recs = recs;
+    d->job.evs = cdc__calloc(n ? n : 1, sizeof *d->job.evs);
+    d->job.from = 0;
+    d->job.to = n;
+    atomic_store_explicit(&d->next, 0, memory_order_relaxed);
+    d->submitted = 1;
+    d->pending = 1;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+int cdc__decoder_pending(const cdc__decoder *d)
+{
+    return d && d->pending;
+}
+
+cdc__event *cdc__decoder_finish(cdc__decoder *d)
+{
+    if (!d->pending) return NULL;
+    decode_chunks(d);
+    pthread_mutex_lock(&d->mu);
+    /* The worker may not have woken for this batch yet: it would find no
+     * chunk left, so it is not waited for. */
+    d->submitted = 0;
+    while (d->busy) pthread_cond_wait(&d->cv, &d->mu);
+    d->pending = 0;
+    cdc__event *evs = d->job.evs;
+    d->job.evs = NULL;
+    d->job.recs = NULL;
+    pthread_mutex_unlock(&d->mu);
+    return evs;
+}
+
+void cdc__decoder_free(cdc__decoder *d)
+{
+    if (!d) return;
+    if (d->pending) cdc__events_free(cdc__decoder_finish(d), d->job.to);
+    pthread_mutex_lock(&d->mu);
+    d->quit = 1;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    pthread_join(d->th, NULL);
+    pthread_mutex_destroy(&d->mu);
+    pthread_cond_destroy(&d->cv);
+    free(d);
 }
 
 void cdc__events_free(cdc__event *evs, size_t n)

@@ -60,6 +60,22 @@ void cdc__events_free(cdc__event *evs, size_t n);
  * counted against the table ev names, else the one r's topic names. */
 void cdc__event_dead(cdc__event *ev, const cdc_record_t *r, const char *why);
 
+/* A decoding thread for sources that apply batch after batch (batch.c):
+ * cdc__decoder_submit starts decoding recs[0..n) on it and returns; the
+ * caller applies the batch before meanwhile, then cdc__decoder_finish
+ * decodes what is left on the caller's thread too and returns the n events
+ * (as cdc__decode_batch would).  recs must stay valid until then.  One batch
+ * at a time: submit only when none is pending.  cdc__decoder_new returns
+ * NULL when the thread cannot start (decode with cdc__decode_batch then);
+ * cdc__decoder_free frees a pending batch's events.  opts (max_record_bytes,
+ * interrupt) is read at new. */
+typedef struct cdc__decoder cdc__decoder;
+cdc__decoder *cdc__decoder_new(const cdc_store_t *st, const cdc_apply_options_t *opts);
+void cdc__decoder_submit(cdc__decoder *d, const cdc_record_t *recs, size_t n);
+int cdc__decoder_pending(const cdc__decoder *d);
+cdc__event *cdc__decoder_finish(cdc__decoder *d);
+void cdc__decoder_free(cdc__decoder *d);
+
 /* Adds the counts of r to *to (sources that apply batch after batch). */
 void cdc__result_add(cdc_apply_result_t *to, const cdc_apply_result_t *r);
 

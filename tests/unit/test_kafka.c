@@ -464,6 +464,216 @@ Test(kafka, a_backlog_in_large_batches_gives_the_final_state_and_replays_change_
     mock_stop(&m);
 }
 
+/* Full batches under a backlog are decoded on a thread of their own while
+ * the batch before is applied, so when the stop flag comes a full batch may
+ * be consumed and decoded but not applied.  Stopped after 3 batches of 300
+ * (over 4 partitions, 6,000 records on 400 keys, each key on one
+ * partition), the replica holds exactly the records up to its stored
+ * positions: every record the run counted is behind a position, every row
+ * is the one the records up to its partition's position give; and a second
+ * life reads exactly the records after the positions and ends in the final
+ * state. */
+Test(kafka, a_stop_between_full_batches_keeps_positions_and_rows_in_step)
+{
+    mock m;
+    mock_start(&m, TOPIC, 4);
+    enum { NREC = 6000, NKEY = 400, NP = 4 };
+    /* rec_key/rec_val of each partition's offsets, to replay the state. */
+    static int rec_key[NP][NREC], rec_val[NP][NREC];
+    int count[NP] = {0};
+    int last_v[NKEY + 1];
+    for (int i = 0; i <= NKEY; i++) last_v[i] = -1;
+    unsigned long long lsn = 9000;
+    uint64_t x = 2463534242ULL;
+    for (int n = 0; n < NREC; n++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int k = 1 + (int)(x % NKEY), part = k % NP, v;
+        char key[32], after[96], *val;
+        snprintf(key, sizeof key, "{\"order_id\":%d}", k);
+        lsn += 8;
+        if ((x >> 24) % 8 == 0 && last_v[k] >= 0) {
+            val = tu_env("d", key, NULL, lsn, "false");
+            v = -1;
+        } else {
+            v = (int)((x >> 8) % 100000);
+            snprintf(after, sizeof after, "{\"order_id\":%d,\"status\":\"s%d\",\"amount\":\"%d.00\"}", k, v, v % 1000);
+            val = tu_env(last_v[k] >= 0 ? "u" : "c", NULL, after, lsn, "false");
+        }
+        produce(&m, TOPIC, part, key, val);
+        free(val);
+        last_v[k] = v;
+        rec_key[part][count[part]] = k;
+        rec_val[part][count[part]] = v;
+        count[part]++;
+    }
+    produce_flush(&m);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    cdc_error_t e = {0};
+
+    run_ctx c1;
+    ctx_init(&c1, st, TOPIC, NP);
+    c1.until_batches = 3;
+    cdc_kafka_options_t o1 = kopts(&c1, &m, "g-pipeline", 300, 5000);
+    cdc_kafka_t *k1 = kopen(st, &o1);
+    cr_assert_eq(run_for(k1, &c1, 60000, &e), 0, "run: %s", e.msg);
+    cr_assert(c1.reached, "log:\n%s", c1.log ? c1.log : "");
+    cdc_kafka_stats_t s1;
+    cdc_kafka_stats(k1, &s1);
+    cdc_kafka_close(k1);
+    cr_assert_leq(c1.max_batch, 300, "a batch had %zu records", c1.max_batch);
+    uint64_t behind = 0;
+    int64_t pos1[NP];
+    int exp_v[NKEY + 1];
+    for (int i = 0; i <= NKEY; i++) exp_v[i] = -2; /* never written */
+    for (int p = 0; p < NP; p++) {
+        pos1[p] = position(st, TOPIC, p);
+        behind += (uint64_t)(pos1[p] + 1);
+        for (int64_t o = 0; o <= pos1[p]; o++) exp_v[rec_key[p][o]] = rec_val[p][o];
+    }
+    cr_assert_eq(s1.total.read, behind, "the run counted %llu records, the positions are past %llu",
+                 (unsigned long long)s1.total.read, (unsigned long long)behind);
+    cr_assert_lt(behind, (uint64_t)NREC, "the stop came after the end");
+    for (int i = 1; i <= NKEY; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "{\"order_id\":%d}", i);
+        cdc_row_t row;
+        int rc = cdc_store_get(st, TABLE, key, &row, NULL);
+        if (exp_v[i] == -2) {
+            cr_assert_neq(rc, 0, "key %d is stored, and no record up to the positions wrote it", i);
+            continue;
+        }
+        cr_assert_eq(rc, 0, "key %d is missing", i);
+        cr_assert_eq(row.deleted, exp_v[i] == -1, "key %d", i);
+        if (exp_v[i] >= 0) {
+            char want[16];
+            int wl = snprintf(want, sizeof want, "s%d", exp_v[i]);
+            cr_assert(row.lens[1] == (size_t)wl && !memcmp(row.values[1], want, (size_t)wl), "key %d", i);
+        }
+    }
+
+    /* Second life: exactly the rest. */
+    run_ctx c2;
+    ctx_init(&c2, st, TOPIC, NP);
+    c2.until_read = NREC - behind;
+    cdc_kafka_options_t o2 = kopts(&c2, &m, "g-pipeline", 300, 50);
+    cdc_kafka_t *k2 = kopen(st, &o2);
+    cr_assert_eq(run_for(k2, &c2, 60000, &e), 0, "run: %s", e.msg);
+    cr_assert(c2.reached, "log:\n%s", c2.log ? c2.log : "");
+    cdc_kafka_stats_t s2;
+    cdc_kafka_stats(k2, &s2);
+    cdc_kafka_close(k2);
+    cr_assert_eq(s2.total.read, NREC - behind);
+    for (int p = 0; p < NP; p++) cr_assert_eq(position(st, TOPIC, p), count[p] - 1, "partition %d", p);
+    char *expect = NULL;
+    size_t elen = 0;
+    FILE *f = open_memstream(&expect, &elen);
+    fprintf(f, "order_id,status,amount\n");
+    for (int i = 1; i <= NKEY; i++)
+        if (last_v[i] >= 0) fprintf(f, "%d,s%d,%d.00\n", i, last_v[i], last_v[i] % 1000);
+    fclose(f);
+    char *csv = tu_export(st, TABLE, 0);
+    cr_assert_str_eq(csv, expect);
+    free(csv);
+    free(expect);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    ctx_free(&c1);
+    ctx_free(&c2);
+    mock_stop(&m);
+}
+
+/* A stop while a full batch waits, decoded, for the next one to fill: both
+ * are applied, in order.  Applying the one being filled without the full
+ * one would store positions past records never applied.  The full batch
+ * is in the topic first; once it is consumed, 50 updates trickle in (one
+ * every 5 ms, far inside the 5 s bound) and the stop comes. */
+typedef struct trickle {
+    mock *m;
+    run_ctx *c;
+    int n;
+} trickle;
+
+static void *trickle_main(void *arg)
+{
+    trickle *t = arg;
+    for (int w = 0; w < 3000; w++) {
+        pthread_mutex_lock(&t->c->mu);
+        int assigned = t->c->log && strstr(t->c->log, "assigned");
+        pthread_mutex_unlock(&t->c->mu);
+        if (assigned) break;
+        usleep(10000);
+    }
+    usleep(1000000); /* the full batch fetched and handed to the decoder */
+    for (int i = 1; i <= t->n; i++) {
+        char key[32], after[96], *val;
+        snprintf(key, sizeof key, "{\"order_id\":%d}", i);
+        snprintf(after, sizeof after, "{\"order_id\":%d,\"status\":\"late\",\"amount\":\"%d.00\"}", i, i);
+        val = tu_env("u", NULL, after, 200000 + (unsigned long long)i, "false");
+        produce(t->m, TOPIC, 0, key, val);
+        free(val);
+        rd_kafka_flush(t->m->prod, 1000);
+        usleep(5000);
+    }
+    usleep(50000);
+    t->c->stop = 1;
+    return NULL;
+}
+
+Test(kafka, a_stop_applies_the_full_batch_before_the_one_being_filled)
+{
+    mock m;
+    mock_start(&m, TOPIC, 1);
+    enum { FULL = 300, LATE = 50 };
+    for (int k = 1; k <= FULL; k++) {
+        char key[32], after[96], *val;
+        snprintf(key, sizeof key, "{\"order_id\":%d}", k);
+        snprintf(after, sizeof after, "{\"order_id\":%d,\"status\":\"new\",\"amount\":\"%d.00\"}", k, k);
+        val = tu_env("c", NULL, after, 1000 + (unsigned long long)k, "false");
+        produce(&m, TOPIC, 0, key, val);
+        free(val);
+    }
+    produce_flush(&m);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    run_ctx c;
+    ctx_init(&c, st, TOPIC, 1);
+    cdc_kafka_options_t o = kopts(&c, &m, "g-trickle", FULL, 5000);
+    cdc_kafka_t *k = kopen(st, &o);
+    trickle t = {&m, &c, LATE};
+    pthread_t th;
+    pthread_create(&th, NULL, trickle_main, &t);
+    cdc_error_t e = {0};
+    cr_assert_eq(run_for(k, &c, 60000, &e), 0, "run: %s", e.msg);
+    pthread_join(th, NULL);
+    cdc_kafka_stats_t s;
+    cdc_kafka_stats(k, &s);
+    cdc_kafka_close(k);
+    int64_t pos = position(st, TOPIC, 0);
+    cr_assert_geq(pos, FULL - 1, "the full batch was not applied; log:\n%s", c.log ? c.log : "");
+    cr_assert_eq(s.total.read, (uint64_t)(pos + 1), "read %llu, position %lld", (unsigned long long)s.total.read,
+                 (long long)pos);
+    cr_assert_eq(s.total.applied, s.total.read);
+    /* Rows: every record up to the position, and none after it. */
+    int late = (int)(pos + 1 - FULL);
+    char *expect = NULL;
+    size_t elen = 0;
+    FILE *f = open_memstream(&expect, &elen);
+    fprintf(f, "order_id,status,amount\n");
+    for (int i = 1; i <= FULL; i++) fprintf(f, "%d,%s,%d.00\n", i, i <= late ? "late" : "new", i);
+    fclose(f);
+    char *csv = tu_export(st, TABLE, 0);
+    cr_assert_str_eq(csv, expect);
+    free(csv);
+    free(expect);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    ctx_free(&c);
+    mock_stop(&m);
+}
+
 Test(kafka, a_batch_is_applied_when_its_time_is_up)
 {
     mock m;
