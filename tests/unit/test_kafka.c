@@ -605,7 +605,7 @@ static void *trickle_main(void *arg)
         if (assigned) break;
         usleep(10000);
     }
-    usleep(1000000); /* the full batch fetched and handed to the decoder */
+    usleep(2000000); /* the full batch fetched and handed to the decoder (its bound is 5 s) */
     for (int i = 1; i <= t->n; i++) {
         char key[32], after[96], *val;
         snprintf(key, sizeof key, "{\"order_id\":%d}", i);
