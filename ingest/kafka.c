@@ -1,19 +1,21 @@
 /*
  * kafka.c: the Kafka source.  A librdkafka consumer that reads Debezium
- * topics in micro-batches and applies each batch through cdc_store_apply(),
- * the same guarded apply as the file source.  This is the only file that
- * includes librdkafka.
+ * topics in micro-batches and applies each batch through the store's guarded
+ * apply (cdc__store_apply_events, as cdc_store_apply() and the file source
+ * do), decoding the next full batch meanwhile (flush_full).  This is the
+ * only file that includes librdkafka.
  *
  * Where consumption resumes is the replica's business, not the group's: the
- * positions are written by cdc_store_apply() in the same RocksDB write as the
- * data, and every assignment starts each partition at the stored offset + 1
- * (or at the beginning when the replica has none).  So a crash between the
- * write and anything else replays at most the batch that was in flight, and
- * that replay changes nothing because the version guard skips it.  The
- * group's committed offsets are written asynchronously after each batch so
- * that kafka-consumer-groups.sh and friends show the lag; they are never read.
+ * positions are written by the apply in the same RocksDB write as the data,
+ * and every assignment starts each partition at the stored offset + 1 (or
+ * at the beginning when the replica has none).  So a crash between the
+ * write and anything else replays at most the batches that were in flight
+ * (the one applied and the one decoded), and that replay changes nothing
+ * because the version guard skips it.  The group's committed offsets are
+ * written asynchronously after each batch so that kafka-consumer-groups.sh
+ * and friends show the lag; they are never read.
  *
- * Rebalances: the pending batch is applied before an assignment changes,
+ * Rebalances: the pending batches are applied before an assignment changes,
  * whatever the change, so no record of a revoked partition is applied after
  * the revoke returned, and nothing consumed is thrown away.  Messages of a
  * partition that is not (or no longer) assigned are dropped on arrival as a
