@@ -210,11 +210,6 @@ void cdc__decoder_submit(cdc__decoder *d, const cdc_record_t *recs, size_t n)
     pthread_mutex_unlock(&d->mu);
 }
 
-int cdc__decoder_pending(const cdc__decoder *d)
-{
-    return d && d->pending;
-}
-
 cdc__event *cdc__decoder_finish(cdc__decoder *d)
 {
     if (!d->pending) return NULL;

@@ -72,7 +72,6 @@ void cdc__event_dead(cdc__event *ev, const cdc_record_t *r, const char *why);
 typedef struct cdc__decoder cdc__decoder;
 cdc__decoder *cdc__decoder_new(const cdc_store_t *st, const cdc_apply_options_t *opts);
 void cdc__decoder_submit(cdc__decoder *d, const cdc_record_t *recs, size_t n);
-int cdc__decoder_pending(const cdc__decoder *d);
 cdc__event *cdc__decoder_finish(cdc__decoder *d);
 void cdc__decoder_free(cdc__decoder *d);
 

@@ -452,7 +452,7 @@ static void drop_batch(kbatch *b)
  * replica's positions say where to start again. */
 static void drop_pending(cdc_kafka_t *k)
 {
-    if (cdc__decoder_pending(k->dec)) cdc__events_free(cdc__decoder_finish(k->dec), k->fl->n);
+    if (k->fl->n) cdc__events_free(cdc__decoder_finish(k->dec), k->fl->n);
     drop_batch(k->fl);
     drop_batch(k->cur);
 }

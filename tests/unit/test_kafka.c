@@ -372,6 +372,29 @@ Test(kafka, consumes_the_document_events_in_bounded_batches)
     mock_stop(&m);
 }
 
+/* The envelope of an order's create (exists 0) or update with status
+ * "s<v>" and amount "<v % 1000>.00", at lsn. */
+static char *order_upsert(int k, int v, int exists, unsigned long long lsn)
+{
+    char after[96];
+    snprintf(after, sizeof after, "{\"order_id\":%d,\"status\":\"s%d\",\"amount\":\"%d.00\"}", k, v, v % 1000);
+    return tu_env(exists ? "u" : "c", NULL, after, lsn, "false");
+}
+
+/* The export of orders 1..nkey whose state[k] >= 0 (those order_upsert
+ * wrote last). */
+static char *orders_csv(const int *state, int nkey)
+{
+    char *csv = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&csv, &len);
+    fprintf(f, "order_id,status,amount\n");
+    for (int i = 1; i <= nkey; i++)
+        if (state[i] >= 0) fprintf(f, "%d,s%d,%d.00\n", i, state[i], state[i] % 1000);
+    fclose(f);
+    return csv;
+}
+
 /* A backlog in batches of 1,000: 4,500 records over 300 keys (updates,
  * deletes with their tombstones, a key's events strictly in order) give the
  * replica exactly the final state, every record counted once, batches never
@@ -390,7 +413,7 @@ Test(kafka, a_backlog_in_large_batches_gives_the_final_state_and_replays_change_
     while (produced < NREC) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         int k = 1 + (int)(x % NKEY);
-        char key[32], after[96], *val;
+        char key[32], *val;
         snprintf(key, sizeof key, "{\"order_id\":%d}", k);
         lsn += 8;
         if ((x >> 20) % 10 == 0 && state[k] >= 0 && produced + 2 <= NREC) {
@@ -402,8 +425,7 @@ Test(kafka, a_backlog_in_large_batches_gives_the_final_state_and_replays_change_
             tombstones++;
         } else {
             int v = (int)((x >> 8) % 100000);
-            snprintf(after, sizeof after, "{\"order_id\":%d,\"status\":\"s%d\",\"amount\":\"%d.00\"}", k, v, v % 1000);
-            val = tu_env(state[k] >= 0 ? "u" : "c", NULL, after, lsn, "false");
+            val = order_upsert(k, v, state[k] >= 0, lsn);
             produce(&m, TOPIC, 0, key, val);
             state[k] = v;
             produced++;
@@ -430,13 +452,7 @@ Test(kafka, a_backlog_in_large_batches_gives_the_final_state_and_replays_change_
     cr_assert_leq(c.max_batch, 1000, "a batch had %zu records", c.max_batch);
     cr_assert_geq(s.batches, 5);
     cr_assert_eq(position(st, TOPIC, 0), NREC - 1);
-    char *expect = NULL;
-    size_t elen = 0;
-    FILE *f = open_memstream(&expect, &elen);
-    fprintf(f, "order_id,status,amount\n");
-    for (int i = 1; i <= NKEY; i++)
-        if (state[i] >= 0) fprintf(f, "%d,s%d,%d.00\n", i, state[i], state[i] % 1000);
-    fclose(f);
+    char *expect = orders_csv(state, NKEY);
     char *csv = tu_export(st, TABLE, 0);
     cr_assert_str_eq(csv, expect);
     free(csv);
@@ -488,7 +504,7 @@ Test(kafka, a_stop_between_full_batches_keeps_positions_and_rows_in_step)
     for (int n = 0; n < NREC; n++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         int k = 1 + (int)(x % NKEY), part = k % NP, v;
-        char key[32], after[96], *val;
+        char key[32], *val;
         snprintf(key, sizeof key, "{\"order_id\":%d}", k);
         lsn += 8;
         if ((x >> 24) % 8 == 0 && last_v[k] >= 0) {
@@ -496,8 +512,7 @@ Test(kafka, a_stop_between_full_batches_keeps_positions_and_rows_in_step)
             v = -1;
         } else {
             v = (int)((x >> 8) % 100000);
-            snprintf(after, sizeof after, "{\"order_id\":%d,\"status\":\"s%d\",\"amount\":\"%d.00\"}", k, v, v % 1000);
-            val = tu_env(last_v[k] >= 0 ? "u" : "c", NULL, after, lsn, "false");
+            val = order_upsert(k, v, last_v[k] >= 0, lsn);
         }
         produce(&m, TOPIC, part, key, val);
         free(val);
@@ -565,13 +580,7 @@ Test(kafka, a_stop_between_full_batches_keeps_positions_and_rows_in_step)
     cdc_kafka_close(k2);
     cr_assert_eq(s2.total.read, NREC - behind);
     for (int p = 0; p < NP; p++) cr_assert_eq(position(st, TOPIC, p), count[p] - 1, "partition %d", p);
-    char *expect = NULL;
-    size_t elen = 0;
-    FILE *f = open_memstream(&expect, &elen);
-    fprintf(f, "order_id,status,amount\n");
-    for (int i = 1; i <= NKEY; i++)
-        if (last_v[i] >= 0) fprintf(f, "%d,s%d,%d.00\n", i, last_v[i], last_v[i] % 1000);
-    fclose(f);
+    char *expect = orders_csv(last_v, NKEY);
     char *csv = tu_export(st, TABLE, 0);
     cr_assert_str_eq(csv, expect);
     free(csv);
