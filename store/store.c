@@ -95,6 +95,8 @@
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 
 #include "store.h"
 
@@ -862,6 +864,13 @@ static int check_not_foreign(const char *dir, cdc_error_t *err)
     return rc;
 }
 
+/* Whether dir is on tmpfs (memory). */
+static int on_tmpfs(const char *dir)
+{
+    struct statfs fs;
+    return statfs(dir, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+}
+
 static rocksdb_t *open_families(cdc_store_t *st, size_t n, const char **names, const rocksdb_options_t **opts,
                                 rocksdb_column_family_handle_t **h, char **e)
 {
@@ -966,6 +975,22 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
     rocksdb_block_based_options_set_block_cache(st->topts, st->cache);
     rocksdb_block_based_options_set_filter_policy(st->topts, rocksdb_filterpolicy_create_bloom(10));
     rocksdb_options_set_block_based_table_factory(st->opts, st->topts);
+    /* A replica on tmpfs (tests, demos, a scratch replica) does not
+     * preallocate its write-ahead logs.  RocksDB reserves 1.1 write buffers
+     * (70 MiB) for each new log with fallocate(): on a disk filesystem that
+     * marks extents, on tmpfs it allocates and zeroes 70 MiB of memory, which
+     * the log's truncation at close gives back.  Measured with the cache
+     * test, which opens a replica on /dev/shm about 400 times
+     * (time build/tests/test_vcache): 24 s, 21 of them in the kernel
+     * allocating and freeing those pages, before this rule. */
+    if (on_tmpfs(dir)) {
+        char *fe = NULL;
+        rocksdb_get_options_from_string(st->opts, "allow_fallocate=false", st->opts, &fe);
+        if (fe) {
+            cdc__log(st, CDC_LOG_WARN, "open", "%s: allow_fallocate=false refused by RocksDB: %s", dir, fe);
+            free(fe);
+        }
+    }
     st->ro = rocksdb_readoptions_create();
     st->wo = rocksdb_writeoptions_create();
     st->wo_sync = rocksdb_writeoptions_create();
