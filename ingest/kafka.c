@@ -95,6 +95,7 @@ typedef struct kpart {
     int32_t partition;
     int assigned;
     int64_t run_next;   /* next offset after what this run applied; -1: nothing yet */
+    int64_t began_at;   /* the beginning resolved to this offset at the assignment (-1: not) */
 } kpart;
 
 typedef struct throttle {
@@ -166,6 +167,7 @@ struct cdc_kafka {
     uint64_t errors_since_ok;
 
     int closing;
+    int reassigned;          /* restart_from_beginning gave the assignment again */
     int fatal;
     char fatal_msg[1100];
 };
@@ -354,6 +356,7 @@ static kpart *part_find(cdc_kafka_t *k, const char *topic, int32_t partition, in
     p->partition = partition;
     p->assigned = 0;
     p->run_next = -1;
+    p->began_at = -1;
     k->last_part = k->nparts++;
     return p;
 }
@@ -666,6 +669,46 @@ static int64_t start_offset(cdc_kafka_t *k, kpart *p, int64_t *stored_out)
     return stored >= 0 ? stored + 1 : RD_KAFKA_OFFSET_BEGINNING;
 }
 
+/* The partitions of parts to start from the beginning get the offset the
+ * beginning is now, asked of their leaders in one round (ListOffsets with
+ * the timestamp -2, "earliest", which offsets_for_times passes through).
+ * Why: librdkafka 2.0 starts a partition assigned at the logical offset
+ * BEGINNING only once it knows the partition's leader, and a partition it
+ * has not fetched from yet often has none at the assignment; it then waits
+ * for its offset-query retry, 500 ms, before the partition's first fetch.
+ * Measured on the stack's broker, a new replica of a 4-partition backlog
+ * (bench/backlog.sh's topic of 1,000,000 records, cdcstore ingest
+ * --from-beginning --batch-max-events 10000, the time until --metrics-addr
+ * counts the first records): three of the four partitions logged "no
+ * current leader for partition: (re)starting offset query timer", and the
+ * first batch was applied 0.74-1.0 s after the start in 5 runs of 9
+ * (0.25-0.30 s in the others); with the offsets resolved here, 0.19-0.25 s
+ * in 6 runs of 6, and the whole backlog in 7.6-8.5 s instead of 8.5-9.8 s.
+ * A partition whose query fails keeps BEGINNING (librdkafka's own way), and
+ * the call waits at most 2 s.  The beginning may move before the first
+ * fetch (retention): take() then starts the partition at BEGINNING again,
+ * not at an error, as nothing of it was read. */
+static void resolve_beginnings(cdc_kafka_t *k, rd_kafka_t *rk, rd_kafka_topic_partition_list_t *parts)
+{
+    rd_kafka_topic_partition_list_t *q = rd_kafka_topic_partition_list_new(parts->cnt);
+    for (int i = 0; i < parts->cnt; i++)
+        if (parts->elems[i].offset == RD_KAFKA_OFFSET_BEGINNING)
+            rd_kafka_topic_partition_list_add(q, parts->elems[i].topic, parts->elems[i].partition)->offset =
+                RD_KAFKA_OFFSET_BEGINNING;
+    if (q->cnt && !rd_kafka_offsets_for_times(rk, q, 2000)) {
+        for (int i = 0; i < q->cnt; i++) {
+            rd_kafka_topic_partition_t *r = &q->elems[i];
+            if (r->err || r->offset < 0) continue;
+            rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_find(parts, r->topic, r->partition);
+            kpart *p = part_find(k, r->topic, r->partition, 0);
+            if (!tp || !p) continue;
+            tp->offset = r->offset;
+            p->began_at = r->offset;
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(q);
+}
+
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
                          void *opaque)
 {
@@ -696,6 +739,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
             int64_t stored;
             tp->offset = start_offset(k, p, &stored);
             p->assigned = 1;
+            p->began_at = -1;
             if (tp->offset == RD_KAFKA_OFFSET_BEGINNING)
                 klog(k, CDC_LOG_INFO, "assigned %s[%d]: from the beginning (%s)", tp->topic, (int)tp->partition,
                      k->from_beginning ? "--from-beginning" : "no stored position");
@@ -703,6 +747,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
                 klog(k, CDC_LOG_INFO, "assigned %s[%d]: from offset %lld (stored position %lld)", tp->topic,
                      (int)tp->partition, (long long)tp->offset, (long long)stored);
         }
+        resolve_beginnings(k, rk, parts);
         if (coop) kerr = rd_kafka_incremental_assign(rk, parts);
         else rerr = rd_kafka_assign(rk, parts);
     } else {
@@ -967,6 +1012,45 @@ fail:
     return rc;
 }
 
+/* Starts partition p at the logical beginning again.  librdkafka stops
+ * fetching a partition at its offset-reset error and refuses to seek it
+ * ("erroneous state"), so the assignment is given again: what was consumed
+ * is applied first, and every other partition resumes where this run's
+ * applied records end (start_offset), as after a rebalance. */
+static int restart_from_beginning(cdc_kafka_t *k, kpart *p, cdc_error_t *err)
+{
+    int rc = flush(k, err);
+    if (rc) return rc;
+    rd_kafka_error_t *kerr = NULL;
+    rd_kafka_resp_err_t rerr = 0;
+    if (!strcmp(rd_kafka_rebalance_protocol(k->rk), "COOPERATIVE")) {
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset = RD_KAFKA_OFFSET_BEGINNING;
+        if (!(kerr = rd_kafka_incremental_unassign(k->rk, l))) kerr = rd_kafka_incremental_assign(k->rk, l);
+        rd_kafka_topic_partition_list_destroy(l);
+    } else {
+        rd_kafka_topic_partition_list_t *l = NULL;
+        if (!(rerr = rd_kafka_assignment(k->rk, &l))) {
+            for (int i = 0; i < l->cnt; i++) {
+                rd_kafka_topic_partition_t *tp = &l->elems[i];
+                kpart *q = part_find(k, tp->topic, tp->partition, 1);
+                int64_t stored;
+                if (!q) kfatal(k, "out of memory");
+                else tp->offset = q == p ? RD_KAFKA_OFFSET_BEGINNING : start_offset(k, q, &stored);
+            }
+            rerr = rd_kafka_assign(k->rk, l);
+        }
+        if (l) rd_kafka_topic_partition_list_destroy(l);
+    }
+    k->reassigned = 1; /* the messages taken with this one are dropped: fetched again */
+    if (kerr || rerr) {
+        kfatal(k, "%s[%d]: starting from the beginning again failed: %s", p->topic, (int)p->partition,
+               kerr ? rd_kafka_error_string(kerr) : rd_kafka_err2str(rerr));
+        if (kerr) rd_kafka_error_destroy(kerr);
+    }
+    return 0;
+}
+
 /* Takes one message of the consumer: into the batch being filled (applied
  * when full), or logged (an error), or dropped (a partition not ours).
  * 0, or what applying the full batch returned. */
@@ -975,7 +1059,17 @@ static int take(cdc_kafka_t *k, rd_kafka_message_t *m, cdc_error_t *err)
     if (m->err) {
         rd_kafka_resp_err_t e = m->err;
         const char *topic = m->rkt ? rd_kafka_topic_name(m->rkt) : "";
-        if (e == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET) {
+        kpart *p = e == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ? part_find(k, topic, m->partition, 0) : NULL;
+        if (p && p->assigned && p->began_at >= 0 && p->run_next < 0) {
+            /* The beginning resolved at the assignment moved before the
+             * first fetch (resolve_beginnings): start at the new one. */
+            klog(k, CDC_LOG_INFO, "%s[%d]: the beginning moved past offset %lld before the first read: from the "
+                 "beginning again", topic, (int)m->partition, (long long)p->began_at);
+            p->began_at = -1;
+            int rc = restart_from_beginning(k, p, err);
+            rd_kafka_message_destroy(m);
+            return rc;
+        } else if (e == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET) {
             kfatal(k,
                    "%s[%d]: the records after the replica's position are gone from the topic (%s): "
                    "retention deleted them before they were read, and their changes would be missing; "
@@ -1064,9 +1158,10 @@ int cdc_kafka_run(cdc_kafka_t *k, cdc_error_t *err)
             got = 1;
         }
         for (ssize_t i = 0; i < got; i++) {
-            if (!rc && !k->fatal) rc = take(k, ms[i], err);
-            else rd_kafka_message_destroy(ms[i]);
+            if (!rc && !k->fatal && !k->reassigned) rc = take(k, ms[i], err);
+            else rd_kafka_message_destroy(ms[i]); /* after a reassignment: fetched again */
         }
+        k->reassigned = 0;
         if (rc) break;
     }
     info_line(k, 1);

@@ -792,6 +792,55 @@ Test(kafka, the_groups_committed_offset_is_ignored_when_the_replica_has_none)
     mock_stop(&m);
 }
 
+/* A replica without positions starts each partition at the offset its
+ * beginning has at the assignment (asked of the broker, so the first fetch
+ * need not wait for librdkafka's offset query).  When the beginning moves
+ * before that fetch (retention), the broker answers OFFSET_OUT_OF_RANGE: the
+ * partition starts from the beginning again and nothing is lost, where a
+ * partition resumed from a stored position stops the run (test_kafka_gap.c).
+ * The mock cluster answers the first fetch with that error; the topic has a
+ * second, empty partition, which is given again with the first under the
+ * eager protocol, alone under the cooperative one. */
+static void moved_beginning(const char *strategy)
+{
+    mock m;
+    mock_start(&m, TOPIC, 2);
+    produce_doc(&m, TOPIC);
+    rd_kafka_mock_push_request_errors(m.mc, 1 /* Fetch */, 1, RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    run_ctx c;
+    ctx_init(&c, st, TOPIC, 1);
+    c.until_pos = DOC_N - 1;
+    cdc_kafka_options_t o = kopts(&c, &m, strategy, 5, 50);
+    cdc_kafka_property_t props[8];
+    memcpy(props, o.properties, o.nproperties * sizeof *props);
+    props[o.nproperties++] = (cdc_kafka_property_t){"partition.assignment.strategy", strategy};
+    o.properties = props;
+    cdc_kafka_t *k = kopen(st, &o);
+    cdc_error_t e = {0};
+    cr_assert_eq(run_for(k, &c, 30000, &e), 0, "run: %s\nlog:\n%s", e.msg, c.log ? c.log : "");
+    cr_assert(c.reached, "log:\n%s", c.log ? c.log : "");
+    cdc_kafka_stats_t s;
+    cdc_kafka_stats(k, &s);
+    cdc_kafka_close(k);
+    cr_assert_eq(s.total.read, DOC_N);
+    cr_assert_not_null(strstr(c.log, "the beginning moved past offset 0 before the first read"), "log:\n%s", c.log);
+    check_doc_table(st);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    ctx_free(&c);
+    mock_stop(&m);
+}
+
+Test(kafka, a_beginning_that_moves_before_the_first_read_is_read_from_again) { moved_beginning("range"); }
+
+Test(kafka, a_beginning_that_moves_is_read_from_again_under_cooperative_rebalancing)
+{
+    moved_beginning("cooperative-sticky");
+}
+
 Test(kafka, the_stored_position_wins_over_a_lower_committed_offset)
 {
     mock m;
