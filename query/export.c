@@ -81,6 +81,11 @@ typedef struct part {
     int begin, end;                /* 1: call the format's begin first / end last */
     int progress;                  /* 1: call opts->progress (one part only) */
     _Atomic uint64_t *shared_rows; /* rows written by all parts, for progress */
+    const char *const *names;      /* the table's columns and their types (part_columns) */
+    const char *const *types;
+    size_t ncols;
+    int cols_rc;                   /* what reading them returned, cols_err its message */
+    cdc_error_t cols_err;
     cdc__export_ctx ctx;           /* the format's context for this part */
     uint64_t rows, bytes;
     uint64_t unknown;              /* rows with a column of unknown value */
@@ -88,18 +93,32 @@ typedef struct part {
     cdc_error_t err;
 } part;
 
+/* Reads the table's columns and their types, once for both halves, before
+ * the second thread starts.  The store lends them until its next call
+ * (cdc_store_column_types frees the previous array and its strings): the
+ * two halves each asking for them at the start of a Parquet export freed
+ * each other's strings, and one half's writer then took a string column
+ * for the boolean whose descriptor the freed memory had come to hold
+ * ("parquet: column status: 'paid' is not a valid boolean value", on the
+ * first export of tests/query/bench.sh's new 10,000,000-row replica, in 2
+ * runs of 3). */
+static void part_columns(part *p)
+{
+    size_t nt;
+    p->cols_rc = cdc_store_columns(p->st, p->table, &p->names, &p->ncols, &p->cols_err);
+    if (!p->cols_rc) p->cols_rc = cdc_store_column_types(p->st, p->table, &p->types, &nt, &p->cols_err);
+}
+
 /* Passes the table's columns to the format's begin. */
 static int part_begin(part *p)
 {
-    const char *const *names;
-    size_t n;
-    const char *const *types;
-    size_t nt;
-    int rc = cdc_store_columns(p->st, p->table, &names, &n, &p->err);
-    if (!rc) rc = cdc_store_column_types(p->st, p->table, &types, &nt, &p->err);
-    if (rc) return rc;
-    p->ctx.types = types;
-    if ((rc = p->fmt->begin(&p->ctx, names, n)))
+    int rc = p->cols_rc;
+    if (rc) {
+        p->err = p->cols_err;
+        return rc;
+    }
+    p->ctx.types = p->types;
+    if ((rc = p->fmt->begin(&p->ctx, p->names, p->ncols)))
         return cdc__err(&p->err, rc, "export of %s: %s header: %s", p->table, p->fmt->name,
                         p->ctx.err.msg[0] ? p->ctx.err.msg : cdc_strerror(rc));
     return 0;
@@ -316,6 +335,7 @@ int cdc__export_run(cdc_store_t *st, const char *table, const cdc_export_options
     part a = {.st = st, .table = table, .opts = opts, .fmt = fmt, .lower_json = opts->lower_json,
               .upper_json = opts->upper_json, .fd = fd, .begin = 1, .end = 1, .progress = 1,
               .shared_rows = &shared};
+    if (fmt->begin) part_columns(&a);
     part b = a;
     int64_t mid;
     char midj[32];

@@ -11,7 +11,9 @@
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "../../query/query.h"
@@ -514,6 +516,86 @@ Test(export, a_value_the_format_refuses_is_reported_with_its_key)
     cr_expect_eq(want, 5);
     cr_expect_null(cdc_iter_key_json(it), "after the end");
     cdc_iter_close(it);
+    cdc_store_close(st);
+    tu_rmrf(d);
+    free(d);
+}
+
+/* A relocatable format (both halves begin) whose begin keeps the column
+ * types it was given and, once both halves have begun, reads them again:
+ * the store lends them until its next call, so each half asking the store
+ * for them would free the other's (a Parquet export once took a text column
+ * for a boolean this way). */
+static _Atomic int tb_begun;
+static const char *const *tb_types[2];
+static char tb_seen[2][3][32];
+
+static int tb_begin(cdc__export_ctx *c, const char *const *names, size_t n)
+{
+    (void)names;
+    int me = atomic_fetch_add(&tb_begun, 1);
+    if (me > 1 || n != 3) return CDC_EINVAL;
+    tb_types[me] = c->types;
+    const char *kept[3]; /* as a writer keeps them: the strings, not the array */
+    for (size_t i = 0; i < n; i++) kept[i] = c->types[i];
+    for (int w = 0; w < 200 && tb_begun < 2; w++) usleep(10000); /* the other half's begin */
+    for (size_t i = 0; i < n; i++) snprintf(tb_seen[me][i], sizeof tb_seen[me][i], "%s", kept[i] ? kept[i] : "(none)");
+    c->state = c;
+    return 0;
+}
+
+static int tb_row(cdc__export_ctx *c, const cdc_row_t *row)
+{
+    (void)c;
+    (void)row;
+    return 0;
+}
+
+static int tb_end(cdc__export_ctx *c)
+{
+    (void)c;
+    return 0;
+}
+
+static int tb_flush(cdc__export_ctx *c)
+{
+    (void)c;
+    return 0;
+}
+
+static int tb_adopt(cdc__export_ctx *c, cdc__export_ctx *from, uint64_t shift)
+{
+    (void)c;
+    (void)from;
+    (void)shift;
+    return 0;
+}
+
+static void tb_release(cdc__export_ctx *c) { c->state = NULL; }
+
+Test(export, both_halves_keep_the_column_types_they_began_with)
+{
+    char *d = tu_tmpdir();
+    cdc_store_t *st = tu_open(d);
+    put_orders(st);
+    cdc_error_t e = {0};
+    /* two descriptors of one size: freed and made again, they trade places */
+    cr_assert_eq(cdc_store_set_column_type(st, "public.orders", "status", "numeric:3", &e), 0, "%s", e.msg);
+    cr_assert_eq(cdc_store_set_column_type(st, "public.orders", "amount", "numeric:2", &e), 0, "%s", e.msg);
+    setenv("CDC_EXPORT_THREADS", "2", 1);
+    cdc__export_format f = {"types", 0, tb_begin, tb_row, tb_end, tb_release, tb_flush, tb_adopt, .key_json = 0};
+    cdc_export_options_t o = {0};
+    int rc;
+    free(export_with(st, &f, &o, &rc));
+    unsetenv("CDC_EXPORT_THREADS");
+    cr_assert_eq(rc, 0);
+    cr_assert_eq(tb_begun, 2, "%d halves began", (int)tb_begun);
+    for (int h = 0; h < 2; h++) {
+        cr_expect_str_eq(tb_seen[h][0], "(none)", "half %d: order_id", h);
+        cr_expect_str_eq(tb_seen[h][1], "decimal:3", "half %d: status", h);
+        cr_expect_str_eq(tb_seen[h][2], "decimal:2", "half %d: amount", h);
+    }
+    cr_expect_eq(tb_types[0], tb_types[1], "the halves were given different arrays");
     cdc_store_close(st);
     tu_rmrf(d);
     free(d);
