@@ -141,7 +141,6 @@ struct cdc__decoder {
     pthread_cond_t cv;
     int submitted;      /* a batch waits for the worker */
     int busy;           /* the worker is in a batch */
-    int pending;        /* a batch was submitted and not yet finished */
     int quit;
 };
 
@@ -205,21 +204,19 @@ void cdc__decoder_submit(cdc__decoder *d, const cdc_record_t *recs, size_t n)
     d->job.to = n;
     atomic_store_explicit(&d->next, 0, memory_order_relaxed);
     d->submitted = 1;
-    d->pending = 1;
     pthread_cond_broadcast(&d->cv);
     pthread_mutex_unlock(&d->mu);
 }
 
 cdc__event *cdc__decoder_finish(cdc__decoder *d)
 {
-    if (!d->pending) return NULL;
+    if (!d->job.evs) return NULL; /* none pending */
     decode_chunks(d);
     pthread_mutex_lock(&d->mu);
     /* The worker may not have woken for this batch yet: it would find no
      * chunk left, so it is not waited for. */
     d->submitted = 0;
     while (d->busy) pthread_cond_wait(&d->cv, &d->mu);
-    d->pending = 0;
     cdc__event *evs = d->job.evs;
     d->job.evs = NULL;
     d->job.recs = NULL;
@@ -230,7 +227,7 @@ cdc__event *cdc__decoder_finish(cdc__decoder *d)
 void cdc__decoder_free(cdc__decoder *d)
 {
     if (!d) return;
-    if (d->pending) cdc__events_free(cdc__decoder_finish(d), d->job.to);
+    if (d->job.evs) cdc__events_free(cdc__decoder_finish(d), d->job.to);
     pthread_mutex_lock(&d->mu);
     d->quit = 1;
     pthread_cond_broadcast(&d->cv);

@@ -84,8 +84,6 @@ typedef struct part {
     const char *const *names;      /* the table's columns and their types (part_columns) */
     const char *const *types;
     size_t ncols;
-    int cols_rc;                   /* what reading them returned, cols_err its message */
-    cdc_error_t cols_err;
     cdc__export_ctx ctx;           /* the format's context for this part */
     uint64_t rows, bytes;
     uint64_t unknown;              /* rows with a column of unknown value */
@@ -102,21 +100,18 @@ typedef struct part {
  * ("parquet: column status: 'paid' is not a valid boolean value", on the
  * first export of tests/query/bench.sh's new 10,000,000-row replica, in 2
  * runs of 3). */
-static void part_columns(part *p)
+static int part_columns(part *p)
 {
     size_t nt;
-    p->cols_rc = cdc_store_columns(p->st, p->table, &p->names, &p->ncols, &p->cols_err);
-    if (!p->cols_rc) p->cols_rc = cdc_store_column_types(p->st, p->table, &p->types, &nt, &p->cols_err);
+    int rc = cdc_store_columns(p->st, p->table, &p->names, &p->ncols, &p->err);
+    if (!rc) rc = cdc_store_column_types(p->st, p->table, &p->types, &nt, &p->err);
+    return rc;
 }
 
 /* Passes the table's columns to the format's begin. */
 static int part_begin(part *p)
 {
-    int rc = p->cols_rc;
-    if (rc) {
-        p->err = p->cols_err;
-        return rc;
-    }
+    int rc;
     p->ctx.types = p->types;
     if ((rc = p->fmt->begin(&p->ctx, p->names, p->ncols)))
         return cdc__err(&p->err, rc, "export of %s: %s header: %s", p->table, p->fmt->name,
@@ -335,12 +330,12 @@ int cdc__export_run(cdc_store_t *st, const char *table, const cdc_export_options
     part a = {.st = st, .table = table, .opts = opts, .fmt = fmt, .lower_json = opts->lower_json,
               .upper_json = opts->upper_json, .fd = fd, .begin = 1, .end = 1, .progress = 1,
               .shared_rows = &shared};
-    if (fmt->begin) part_columns(&a);
+    /* done: exported, or failed before any row (the columns not read) */
+    int tmp = -1, done = fmt->begin && (a.rc = part_columns(&a)) != 0;
     part b = a;
     int64_t mid;
     char midj[32];
-    int tmp = -1, done = 0;
-    if (split_point(st, table, opts, fmt, fd, &mid) == 0 && (tmp = temp_file()) >= 0) {
+    if (!done && split_point(st, table, opts, fmt, fd, &mid) == 0 && (tmp = temp_file()) >= 0) {
         snprintf(midj, sizeof midj, "[%lld]", (long long)mid);
         a.upper_json = midj;
         a.end = 0; /* after the join */

@@ -282,6 +282,21 @@ static cdc_kafka_t *kopen(cdc_store_t *st, const cdc_kafka_options_t *o)
     return k;
 }
 
+/* One life of a consumer: opens it with o, runs it until c's stop
+ * condition (at most ms), asserts that the run returned 0 and reached the
+ * condition, closes it and returns its figures. */
+static cdc_kafka_stats_t live(cdc_store_t *st, const cdc_kafka_options_t *o, run_ctx *c, int ms)
+{
+    cdc_kafka_t *k = kopen(st, o);
+    cdc_error_t e = {0};
+    cr_assert_eq(run_for(k, c, ms, &e), 0, "run: %s\nlog:\n%s", e.msg, c->log ? c->log : "");
+    cr_assert(c->reached, "the stop condition was not reached; log:\n%s", c->log ? c->log : "");
+    cdc_kafka_stats_t s;
+    cdc_kafka_stats(k, &s);
+    cdc_kafka_close(k);
+    return s;
+}
+
 static int64_t position(cdc_store_t *st, const char *topic, int32_t p)
 {
     int64_t off = -2;
@@ -347,13 +362,7 @@ Test(kafka, consumes_the_document_events_in_bounded_batches)
     ctx_init(&c, st, TOPIC, 1);
     c.until_read = DOC_N;
     cdc_kafka_options_t o = kopts(&c, &m, "g-consume", 3, 50);
-    cdc_kafka_t *k = kopen(st, &o);
-    cdc_error_t e = {0};
-    cr_assert_eq(run_for(k, &c, 30000, &e), 0, "run: %s", e.msg);
-    cr_assert(c.reached, "not all records consumed; log:\n%s", c.log ? c.log : "");
-    cdc_kafka_stats_t s;
-    cdc_kafka_stats(k, &s);
-    cdc_kafka_close(k);
+    cdc_kafka_stats_t s = live(st, &o, &c, 30000);
     cr_assert_eq(s.total.read, DOC_N);
     cr_assert_eq(s.total.tombstones, 1);
     cr_assert_eq(s.total.dead_letters, 0);
@@ -439,13 +448,7 @@ Test(kafka, a_backlog_in_large_batches_gives_the_final_state_and_replays_change_
     ctx_init(&c, st, TOPIC, 1);
     c.until_read = NREC;
     cdc_kafka_options_t o = kopts(&c, &m, "g-backlog", 1000, 50);
-    cdc_kafka_t *k = kopen(st, &o);
-    cdc_error_t e = {0};
-    cr_assert_eq(run_for(k, &c, 60000, &e), 0, "run: %s", e.msg);
-    cr_assert(c.reached, "not all records consumed; log:\n%s", c.log ? c.log : "");
-    cdc_kafka_stats_t s;
-    cdc_kafka_stats(k, &s);
-    cdc_kafka_close(k);
+    cdc_kafka_stats_t s = live(st, &o, &c, 60000);
     cr_assert_eq(s.total.read, NREC);
     cr_assert_eq(s.total.tombstones, (uint64_t)tombstones);
     cr_assert_eq(s.total.dead_letters, 0);
@@ -462,11 +465,7 @@ Test(kafka, a_backlog_in_large_batches_gives_the_final_state_and_replays_change_
     c2.until_read = NREC;
     cdc_kafka_options_t o2 = kopts(&c2, &m, "g-backlog-again", 1000, 50);
     o2.from_beginning = 1;
-    cdc_kafka_t *k2 = kopen(st, &o2);
-    cr_assert_eq(run_for(k2, &c2, 60000, &e), 0, "run: %s", e.msg);
-    cr_assert(c2.reached, "the replay did not finish; log:\n%s", c2.log ? c2.log : "");
-    cdc_kafka_stats(k2, &s);
-    cdc_kafka_close(k2);
+    s = live(st, &o2, &c2, 60000);
     cr_assert_eq(s.total.applied, 0, "the replay applied %llu", (unsigned long long)s.total.applied);
     csv = tu_export(st, TABLE, 0);
     cr_assert_str_eq(csv, expect);
@@ -524,18 +523,12 @@ Test(kafka, a_stop_between_full_batches_keeps_positions_and_rows_in_step)
     produce_flush(&m);
     char *dir = tu_tmpdir();
     cdc_store_t *st = tu_open(dir);
-    cdc_error_t e = {0};
 
     run_ctx c1;
     ctx_init(&c1, st, TOPIC, NP);
     c1.until_batches = 3;
     cdc_kafka_options_t o1 = kopts(&c1, &m, "g-pipeline", 300, 5000);
-    cdc_kafka_t *k1 = kopen(st, &o1);
-    cr_assert_eq(run_for(k1, &c1, 60000, &e), 0, "run: %s", e.msg);
-    cr_assert(c1.reached, "log:\n%s", c1.log ? c1.log : "");
-    cdc_kafka_stats_t s1;
-    cdc_kafka_stats(k1, &s1);
-    cdc_kafka_close(k1);
+    cdc_kafka_stats_t s1 = live(st, &o1, &c1, 60000);
     cr_assert_leq(c1.max_batch, 300, "a batch had %zu records", c1.max_batch);
     uint64_t behind = 0;
     int64_t pos1[NP];
@@ -572,12 +565,7 @@ Test(kafka, a_stop_between_full_batches_keeps_positions_and_rows_in_step)
     ctx_init(&c2, st, TOPIC, NP);
     c2.until_read = NREC - behind;
     cdc_kafka_options_t o2 = kopts(&c2, &m, "g-pipeline", 300, 50);
-    cdc_kafka_t *k2 = kopen(st, &o2);
-    cr_assert_eq(run_for(k2, &c2, 60000, &e), 0, "run: %s", e.msg);
-    cr_assert(c2.reached, "log:\n%s", c2.log ? c2.log : "");
-    cdc_kafka_stats_t s2;
-    cdc_kafka_stats(k2, &s2);
-    cdc_kafka_close(k2);
+    cdc_kafka_stats_t s2 = live(st, &o2, &c2, 60000);
     cr_assert_eq(s2.total.read, NREC - behind);
     for (int p = 0; p < NP; p++) cr_assert_eq(position(st, TOPIC, p), count[p] - 1, "partition %d", p);
     char *expect = orders_csv(last_v, NKEY);
@@ -744,12 +732,7 @@ Test(kafka, closed_midway_and_reopened_resumes_from_the_stored_position)
     ctx_init(&c2, st, TOPIC, 1);
     c2.until_pos = DOC_N - 1;
     cdc_kafka_options_t o2 = kopts(&c2, &m, "g-restart", 3, 50);
-    cdc_kafka_t *k2 = kopen(st, &o2);
-    cr_assert_eq(run_for(k2, &c2, 30000, &e), 0, "run: %s", e.msg);
-    cr_assert(c2.reached, "log:\n%s", c2.log ? c2.log : "");
-    cdc_kafka_stats_t s;
-    cdc_kafka_stats(k2, &s);
-    cdc_kafka_close(k2);
+    cdc_kafka_stats_t s = live(st, &o2, &c2, 30000);
     cr_assert_eq(s.total.read, (uint64_t)(DOC_N - 1 - p1), "second life read %llu", (unsigned long long)s.total.read);
     cr_assert_not_null(strstr(c2.log, "from offset 4 (stored position 3)"), "%s", c2.log);
     check_doc_table(st);
@@ -775,13 +758,7 @@ Test(kafka, the_groups_committed_offset_is_ignored_when_the_replica_has_none)
     ctx_init(&c, st, TOPIC, 1);
     c.until_pos = DOC_N - 1;
     cdc_kafka_options_t o = kopts(&c, &m, "g-bogus", 5, 50);
-    cdc_kafka_t *k = kopen(st, &o);
-    cdc_error_t e = {0};
-    cr_assert_eq(run_for(k, &c, 30000, &e), 0, "run: %s", e.msg);
-    cr_assert(c.reached, "log:\n%s", c.log ? c.log : "");
-    cdc_kafka_stats_t s;
-    cdc_kafka_stats(k, &s);
-    cdc_kafka_close(k);
+    cdc_kafka_stats_t s = live(st, &o, &c, 30000);
     cr_assert_eq(s.total.read, DOC_N);
     check_doc_table(st);
     cr_assert_eq(committed(&m, "g-bogus", TOPIC, 0), DOC_N);
@@ -817,13 +794,7 @@ static void moved_beginning(const char *strategy)
     memcpy(props, o.properties, o.nproperties * sizeof *props);
     props[o.nproperties++] = (cdc_kafka_property_t){"partition.assignment.strategy", strategy};
     o.properties = props;
-    cdc_kafka_t *k = kopen(st, &o);
-    cdc_error_t e = {0};
-    cr_assert_eq(run_for(k, &c, 30000, &e), 0, "run: %s\nlog:\n%s", e.msg, c.log ? c.log : "");
-    cr_assert(c.reached, "log:\n%s", c.log ? c.log : "");
-    cdc_kafka_stats_t s;
-    cdc_kafka_stats(k, &s);
-    cdc_kafka_close(k);
+    cdc_kafka_stats_t s = live(st, &o, &c, 30000);
     cr_assert_eq(s.total.read, DOC_N);
     cr_assert_not_null(strstr(c.log, "the beginning moved past offset 0 before the first read"), "log:\n%s", c.log);
     check_doc_table(st);
@@ -939,12 +910,7 @@ Test(kafka, from_beginning_replays_without_changing_a_row)
     c2.until_read = DOC_N;
     cdc_kafka_options_t o2 = kopts(&c2, &m, "g-replay", 4, 50);
     o2.from_beginning = 1;
-    cdc_kafka_t *k2 = kopen(st, &o2);
-    cr_assert_eq(run_for(k2, &c2, 30000, &e), 0, "run: %s", e.msg);
-    cr_assert(c2.reached, "log:\n%s", c2.log ? c2.log : "");
-    cdc_kafka_stats_t s;
-    cdc_kafka_stats(k2, &s);
-    cdc_kafka_close(k2);
+    cdc_kafka_stats_t s = live(st, &o2, &c2, 30000);
     cr_assert_eq(s.total.read, DOC_N);
     cr_assert_eq(s.total.applied, 0);
     check_doc_table(st);
