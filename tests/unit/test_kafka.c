@@ -777,8 +777,12 @@ Test(kafka, the_groups_committed_offset_is_ignored_when_the_replica_has_none)
  * partition resumed from a stored position stops the run (test_kafka_gap.c).
  * The mock cluster answers the first fetch with that error; the topic has a
  * second, empty partition, which is given again with the first under the
- * eager protocol, alone under the cooperative one. */
-static void moved_beginning(const char *strategy)
+ * eager protocol, alone under the cooperative one.  Now and then librdkafka
+ * drops that first answer unseen (1 run in about 40 here: the run then reads
+ * everything without the error), so a run whose log shows no restart is
+ * made again, each checked in full, up to 5 runs; without the restart every
+ * run that meets the error stops with "the records ... are gone". */
+static int moved_beginning_once(const char *strategy)
 {
     mock m;
     mock_start(&m, TOPIC, 2);
@@ -796,13 +800,24 @@ static void moved_beginning(const char *strategy)
     o.properties = props;
     cdc_kafka_stats_t s = live(st, &o, &c, 30000);
     cr_assert_eq(s.total.read, DOC_N);
-    cr_assert_not_null(strstr(c.log, "the beginning moved past offset 0 before the first read"), "log:\n%s", c.log);
+    int restarted = strstr(c.log, "the beginning moved past offset 0 before the first read") != NULL;
     check_doc_table(st);
     cdc_store_close(st);
     tu_rmrf(dir);
     free(dir);
     ctx_free(&c);
     mock_stop(&m);
+    return restarted;
+}
+
+static void moved_beginning(const char *strategy)
+{
+    int runs = 0, restarted = 0;
+    while (!restarted && runs < 5) {
+        restarted = moved_beginning_once(strategy);
+        runs++;
+    }
+    cr_assert(restarted, "%s: the first fetch's OFFSET_OUT_OF_RANGE reached no partition in %d runs", strategy, runs);
 }
 
 Test(kafka, a_beginning_that_moves_before_the_first_read_is_read_from_again) { moved_beginning("range"); }
