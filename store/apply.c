@@ -146,6 +146,7 @@
  * large the batch.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1257,6 +1258,47 @@ static void events_free(cdc__event *evs, size_t n)
     free(evs);
 }
 
+/* Stopping (the caller's interrupt flag is set when the batch ends, given
+ * up or written): the caller is about to end, and a stop is promised within
+ * a second however large the batch (tests/faults/signal_stop.sh).  The work
+ * an ordinary batch does after its write is then put off or moved aside:
+ * the cache is trimmed at the start of the next batch instead (an apply that
+ * follows still finds it within its budget), and the batch's events are
+ * freed on a thread of their own.  Measured on a batch of 1,000,000 records
+ * (tests/query/gen.py bulk 1000000, apply --batch-size 1000000): the trim
+ * 0.07-0.09 s and the free 0.10-0.15 s, on top of a write of 0.6-0.9 s that
+ * cannot be cut short. */
+typedef struct freeing {
+    cdc__event *evs;
+    size_t n;
+} freeing;
+
+static void *events_free_thread(void *arg)
+{
+    freeing *f = arg;
+    events_free(f->evs, f->n);
+    free(f);
+    return NULL;
+}
+
+static void events_free_aside(cdc__event *evs, size_t n)
+{
+    pthread_t th;
+    pthread_attr_t at;
+    freeing *f = malloc(sizeof *f);
+    int started = 0;
+    if (f && !pthread_attr_init(&at)) {
+        *f = (freeing){evs, n};
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        started = pthread_create(&th, &at, events_free_thread, f) == 0;
+        pthread_attr_destroy(&at);
+    }
+    if (!started) {
+        free(f);
+        events_free(evs, n);
+    }
+}
+
 int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__event *evs, size_t n,
                             const cdc_apply_options_t *opts, cdc_apply_result_t *res, cdc_error_t *err)
 {
@@ -1278,6 +1320,7 @@ int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__even
      * comparison; nothing here reads those counters. */
     rocksdb_set_perf_level(rocksdb_disable);
     if (!st->vc) st->vc = cdc__vcache_new(0);
+    cdc__vcache_trim(st->vc); /* put off by a stop (events_free_aside) */
     ctx_init(&a, n);
     a.stamp = cdc__change_stamp_next(st);
     for (a.taken = 0; a.taken < n && !rc && !a.stopped; a.taken++)
@@ -1288,6 +1331,7 @@ int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__even
         rc = read_stored(&a);
         for (size_t g = 0; g < a.ngroups && !rc; g++) rc = interrupted(&a, g) ? -EINTR : fold_group(&a, g);
     }
+    if (!rc && interrupted(&a, 0)) rc = -EINTR; /* the last look before the write, which runs to its end */
     if (!rc) rc = commit(&a);
     if (!rc) notify(&a);
     /* Readers may run on several threads: the column lists they read are
@@ -1300,12 +1344,14 @@ int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__even
     /* An interrupted or failed batch may have moved the in-memory epoch
      * marks, floors and table metadata that its write would have stored:
      * no further apply until the store is reopened from what it holds. */
+    int stopping = interrupted(&a, 0);
     if (rc && rc != CDC_ESTOPPED) {
         st->broken = 1;
         cdc__vcache_clear(st->vc); /* it may hold rows of the batch not written */
     }
-    cdc__vcache_trim(st->vc);
+    if (!stopping) cdc__vcache_trim(st->vc);
     ctx_free(&a);
-    events_free(evs, n);
+    if (stopping) events_free_aside(evs, n);
+    else events_free(evs, n);
     return rc;
 }
