@@ -841,6 +841,27 @@ static void put_timestamp(cdc__buf *b, int64_t us)
     if (bc) cdc__buf_puts(b, " BC");
 }
 
+/* PostgreSQL's timestamp 'infinity' and '-infinity'.  Debezium reads them
+ * through the JDBC driver as its sentinels PGStatement.DATE_POSITIVE_INFINITY
+ * and DATE_NEGATIVE_INFINITY and sends those numbers as microseconds
+ * (PostgresValueConverter.POSITIVE_INFINITY_LOCAL_DATE_TIME; a millisecond
+ * Timestamp carries a thousandth of them).  Taken as times they are ordinary
+ * dates in the year 294247 and 290309 BC: the first is a valid PostgreSQL
+ * timestamp, the second is not, and a typed export refused the whole table
+ * for it.  The replica stores PostgreSQL's text for them, which COPY loads,
+ * the hashes compare with the source's, and the Parquet writer turns into
+ * the largest and smallest timestamp (query/parquet.c, parse_ts).  A
+ * timestamp of exactly 294247-01-10 04:00:25.2 in the source reads as
+ * infinity here, as it does in Debezium's own sinks. */
+#define PG_TS_POS_INFINITY 9223372036825200000LL
+#define PG_TS_NEG_INFINITY (-9223372036832400000LL)
+static void put_timestamp_pg(cdc__buf *b, int64_t us)
+{
+    if (us == PG_TS_POS_INFINITY) cdc__buf_puts(b, "infinity");
+    else if (us == PG_TS_NEG_INFINITY) cdc__buf_puts(b, "-infinity");
+    else put_timestamp(b, us);
+}
+
 /* ---- Values ---- */
 
 static const unsigned char placeholder_bytes[] = PLACEHOLDER;
@@ -1142,14 +1163,14 @@ static int put_typed(const dctx *c, const char *col, const cJSON *v, const cJSON
     }
     if (name_is(name, "io.debezium.time.MicroTimestamp", NULL)) {
         if (time_int(c, col, v, "MicroTimestamp", &n)) return CDC_EDECODE;
-        put_timestamp(out, n);
+        put_timestamp_pg(out, n);
         return 0;
     }
     if (name_is(name, "io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp")) {
         if (time_int(c, col, v, "Timestamp (ms)", &n)) return CDC_EDECODE;
         if (n < INT64_MIN / 1000 || n > INT64_MAX / 1000)
             return fail(c, col, "wrong type: Timestamp %lld ms out of range", (long long)n);
-        put_timestamp(out, n * 1000);
+        put_timestamp_pg(out, n * 1000);
         return 0;
     }
     if (name_is(name, "io.debezium.time.MicroTime", NULL)) {

@@ -592,6 +592,11 @@ static int bc_suffix(const char *s, size_t n, size_t *i)
     return 0;
 }
 
+/* PostgreSQL's 'infinity' and '-infinity' of a date or timestamp.  They are
+ * written as the largest value and its negation (INT32_MAX / -INT32_MAX
+ * days, INT64_MAX / -INT64_MAX microseconds), which DuckDB reads as its
+ * infinities (isinf() true); the most negative integer, written for
+ * '-infinity' before, is an ordinary date or timestamp to it. */
 static int is_infinity(const char *s, size_t n, int *sign)
 {
     if (n == 8 && !memcmp(s, "infinity", 8)) return *sign = 1, 1;
@@ -603,7 +608,7 @@ static int is_infinity(const char *s, size_t n, int *sign)
 static int parse_date(const char *s, size_t n, int64_t *out)
 {
     int sign;
-    if (is_infinity(s, n, &sign)) return *out = sign > 0 ? INT32_MAX : INT32_MIN, 0;
+    if (is_infinity(s, n, &sign)) return *out = sign > 0 ? INT32_MAX : -INT32_MAX, 0;
     size_t i = 0;
     int64_t y;
     unsigned m, d;
@@ -634,7 +639,7 @@ static int micros(int64_t days, int64_t us, int64_t *out)
 static int parse_ts(const char *s, size_t n, int zoned, int64_t *out)
 {
     int sign;
-    if (is_infinity(s, n, &sign)) return *out = sign > 0 ? INT64_MAX : INT64_MIN, 0;
+    if (is_infinity(s, n, &sign)) return *out = sign > 0 ? INT64_MAX : -INT64_MAX, 0;
     size_t i = 0;
     int64_t y, tod, off = 0;
     unsigned m, d;

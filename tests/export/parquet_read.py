@@ -335,7 +335,34 @@ def check_file(label, cols, rows, args, rg_rows=None):
     print(f"ok {label}: {len(rows)} rows, {md.num_row_groups} row groups ({' '.join(args)})")
 
 
+def check_infinity():
+    """PostgreSQL's 'infinity' and '-infinity' of date, timestamp and
+    timestamptz: DuckDB's isinf() is true of each, with the sign kept, and
+    pyarrow reads the stored integers as the largest value and its negation
+    (the most negative integer is an ordinary value to DuckDB)."""
+    cols = [("dt", "int32/io.debezium.time.Date"), ("ts", "int64/io.debezium.time.MicroTimestamp"),
+            ("tz", "string/io.debezium.time.ZonedTimestamp")]
+    rows = [["infinity"] * 3, ["-infinity"] * 3, ["1970-01-02", "1970-01-01 00:00:01", "1970-01-01T00:00:01Z"]]
+    out, _ = write_file("infinity", [(c[0], c[1], str, "str", None) for c in cols], rows, [])
+    if not out:
+        return
+    t = pq.read_table(out)
+    raw = {c: t.column(c).cast(ARROW_INT[k] if k in ARROW_INT else pa.int64()).to_pylist() for c, k in cols}
+    lim = {"dt": 2**31 - 1, "ts": 2**63 - 1, "tz": 2**63 - 1}
+    for c, _ in cols:
+        if raw[c][:2] != [lim[c], -lim[c]]:
+            fail(f"infinity: pyarrow column {c}: {raw[c][:2]}, want {[lim[c], -lim[c]]}")
+    got = duckdb.connect().execute(
+        f"SELECT isinf(dt), isinf(ts), isinf(tz), dt > DATE '1970-01-01', ts > TIMESTAMP '1970-01-01', "
+        f"tz > TIMESTAMPTZ '1970-01-01 00:00:00+00' FROM read_parquet('{out}')").fetchall()
+    want = [(True, True, True, True, True, True), (True, True, True, False, False, False),
+            (False, False, False, True, True, True)]
+    if got != want:
+        fail(f"infinity: duckdb isinf and sign {got}, want {want}")
+
+
 def main():
+    check_infinity()
     n = max(len(c[4]) for c in COLUMNS)
     rows = [[c[4][r % len(c[4])] for c in COLUMNS] for r in range(n)]
     for codec in ("zstd", "snappy", "none"):

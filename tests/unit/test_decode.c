@@ -495,6 +495,32 @@ Test(decode, time_types_past_2_53)
     cdc__event_free(&ev);
 }
 
+/* PostgreSQL's timestamp 'infinity' and '-infinity' as Debezium sends them:
+ * the JDBC driver's sentinels as microseconds (a millisecond Timestamp: a
+ * thousandth of them); the numbers one off them are ordinary times. */
+Test(decode, timestamp_infinity)
+{
+    const char *fs =
+        "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"field\":\"after\",\"fields\":["
+        "{\"type\":\"int32\",\"field\":\"id\"},"
+        "{\"type\":\"int64\",\"name\":\"io.debezium.time.MicroTimestamp\",\"field\":\"a\"},"
+        "{\"type\":\"int64\",\"name\":\"io.debezium.time.MicroTimestamp\",\"field\":\"b\"},"
+        "{\"type\":\"int64\",\"name\":\"io.debezium.time.Timestamp\",\"field\":\"c\"},"
+        "{\"type\":\"int64\",\"name\":\"org.apache.kafka.connect.data.Timestamp\",\"field\":\"d\"},"
+        "{\"type\":\"int64\",\"name\":\"io.debezium.time.MicroTimestamp\",\"field\":\"e\"}"
+        "]}]},\"payload\":{\"op\":\"c\",\"source\":{\"lsn\":1},\"after\":{\"id\":1,"
+        "\"a\":9223372036825200000,\"b\":-9223372036832400000,\"c\":9223372036825200,"
+        "\"d\":-9223372036832400,\"e\":9223372036825199999}}}";
+    cdc__event ev = {0};
+    expect_ok("{\"id\":1}", fs, &ev);
+    cr_expect_str_eq(col(&ev, "a"), "infinity");
+    cr_expect_str_eq(col(&ev, "b"), "-infinity");
+    cr_expect_str_eq(col(&ev, "c"), "infinity");
+    cr_expect_str_eq(col(&ev, "d"), "-infinity");
+    cr_expect_str_eq(col(&ev, "e"), "294247-01-10 04:00:25.199999");
+    cdc__event_free(&ev);
+}
+
 /* ---- Ops ---- */
 
 Test(decode, truncate)
