@@ -305,7 +305,14 @@ static void col_type(pq_col *c, const char *t)
             if (desc_int(&p, &prec)) return;
         }
         if (*p || s > 38 || prec < 1 || prec > 38) return; /* text */
-        if (s < 0) s = 0; /* its text is an integer */
+        if (s < 0) {
+            /* NUMERIC(p, -k) (PostgreSQL 15) rounds to 10^k: integers of up
+             * to p + k digits, the last k zeros (numeric(3,-3) holds 999000),
+             * written at scale 0; past 38 digits, text. */
+            prec -= s;
+            s = 0;
+            if (prec > 38) return;
+        }
         if (s > prec) return;
         c->conv = C_DECIMAL;
         c->ptype = T_FLBA;

@@ -127,6 +127,7 @@ COLUMNS = [
     ("d0", "decimal:0:38", dec(0), "dec", ["99999999999999999999999999999999999999",
                                            "-99999999999999999999999999999999999999", "0", None]),
     ("d18", "decimal:4:18", dec(4), "dec", ["-99999999999999.9999", "1.5", None, "0.0001"]),
+    ("dneg", "decimal:-3:3", dec(0), "dec", ["999000", "-1000", None, "0", "-999000"]),
     ("dv", "decimal", str, "str", ["NaN", "1.2345", None, "-0.000001"]),
     ("dbig", "decimal:2:40", str, "str", ["12345678901234567890123456789012345678.12", None]),
     ("dt", "int32/io.debezium.time.Date", date_days, "int",
@@ -155,12 +156,12 @@ COLUMNS = [
 # fixed_size_binary(16)).
 ARROW_TYPES = "i8 int8|i16 int16|i32 int32|i64 int64|year int32|f32 float|f64 double|f64n double|b bool|" \
     "s string|j extension<arrow.json>|u extension<arrow.uuid>|d52 decimal128(5, 2)|d38 decimal128(38, 10)|" \
-    "d2 decimal128(38, 2)|d0 decimal128(38, 0)|d18 decimal128(18, 4)|dv string|dbig string|dt date32[day]|" \
+    "d2 decimal128(38, 2)|d0 decimal128(38, 0)|d18 decimal128(18, 4)|dneg decimal128(6, 0)|dv string|dbig string|dt date32[day]|" \
     "ts timestamp[us]|tsm timestamp[us]|tz timestamp[us, tz=UTC]|tm time64[us]|tms time64[us]|ztime string|" \
     "by binary|st string|ar string|un string|allnull int64|id int64|v string|f double|flag bool"
 DUCK_TYPES = "i8 TINYINT|i16 SMALLINT|i32 INTEGER|i64 BIGINT|year INTEGER|f32 FLOAT|f64 DOUBLE|f64n DOUBLE|" \
     "b BOOLEAN|s VARCHAR|j JSON|u UUID|d52 DECIMAL(5,2)|d38 DECIMAL(38,10)|d2 DECIMAL(38,2)|d0 DECIMAL(38,0)|" \
-    "d18 DECIMAL(18,4)|dv VARCHAR|dbig VARCHAR|dt DATE|ts TIMESTAMP|tsm TIMESTAMP|tz TIMESTAMP WITH TIME ZONE|" \
+    "d18 DECIMAL(18,4)|dneg DECIMAL(6,0)|dv VARCHAR|dbig VARCHAR|dt DATE|ts TIMESTAMP|tsm TIMESTAMP|tz TIMESTAMP WITH TIME ZONE|" \
     "tm TIME|tms TIME|ztime VARCHAR|by BLOB|st VARCHAR|ar VARCHAR|un VARCHAR|allnull BIGINT|id BIGINT|" \
     "v VARCHAR|f DOUBLE|flag BOOLEAN"
 ARROW_TYPES = dict(x.split(" ", 1) for x in ARROW_TYPES.split("|"))
@@ -293,8 +294,9 @@ def check_file(label, cols, rows, args, rg_rows=None):
             if c[1] in ARROW_INT or c[3] in ("int",):
                 pass
             elif c[3] == "dec":
-                gmin = decimal.Decimal(int.from_bytes(gmin, "big", signed=True)).scaleb(-int(c[1].split(":")[1]))
-                gmax = decimal.Decimal(int.from_bytes(gmax, "big", signed=True)).scaleb(-int(c[1].split(":")[1]))
+                sc = max(0, int(c[1].split(":")[1]))  # a negative scale is written as 0
+                gmin = decimal.Decimal(int.from_bytes(gmin, "big", signed=True)).scaleb(-sc)
+                gmax = decimal.Decimal(int.from_bytes(gmax, "big", signed=True)).scaleb(-sc)
                 lo, hi = decimal.Decimal(lo), decimal.Decimal(hi)
             elif c[3] == "str":
                 gmin = gmin.decode() if isinstance(gmin, bytes) else gmin
