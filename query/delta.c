@@ -102,6 +102,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -789,6 +790,16 @@ int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir, const 
     int rc = cdc_store_columns(st, table, &names, &n, err);
     if (!rc) rc = cdc_store_column_types(st, table, &types, &nt, err);
     if (rc) return rc;
+    /* Delta's column names are case-insensitive (deltalake refuses a
+     * schema with "Upper" and "upper": "Duplicate field name"), PostgreSQL's
+     * quoted names are not: refused before anything is written. */
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (!strcasecmp(names[i], names[j]))
+                return cdc__err(err, CDC_EINVAL,
+                                "export of %s: columns \"%s\" and \"%s\" differ only in case, which a Delta "
+                                "table cannot hold (its column names are case-insensitive); nothing was written",
+                                table, names[i], names[j]);
     if (mkdir(dir, 0755) && errno != EEXIST) return cdc__err(err, -errno, "%s: %s", dir, strerror(errno));
     /* The replica's point, read before any row: a change after it is
      * reported by the next refresh even when this one's reads saw it. */

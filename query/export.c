@@ -105,6 +105,15 @@ static int part_columns(part *p)
     size_t nt;
     int rc = cdc_store_columns(p->st, p->table, &p->names, &p->ncols, &p->err);
     if (!rc) rc = cdc_store_column_types(p->st, p->table, &p->types, &nt, &p->err);
+    /* --meta's columns must not repeat one of the table's: readers refuse a
+     * Parquet file with two columns of one name (pyarrow: "Multiple matches
+     * for FieldRef.Name(__lsn)"), and a CSV header with it is ambiguous. */
+    for (size_t i = 0; !rc && p->opts->meta && i < p->ncols; i++)
+        if (!strcmp(p->names[i], "__lsn") || !strcmp(p->names[i], "__deleted"))
+            rc = cdc__err(&p->err, CDC_EINVAL,
+                          "export of %s: the table has a column named %s, which --meta adds; export it without "
+                          "--meta",
+                          p->table, p->names[i]);
     return rc;
 }
 

@@ -251,5 +251,25 @@ else
     echo "skip reconcile summary: no PostgreSQL 15 ($(head -c 200 "$T/pg.err"))"
 fi
 
+# ---- export: column names a format cannot hold ----
+# PostgreSQL's quoted names "UPPER" and "upper" are two columns; a Delta
+# table's names are case-insensitive.  A column named __lsn collides with
+# --meta's.  Each is refused by name, before anything is written.
+cat >"$T/names.jsonl" <<'JSON'
+{"topic":"shop.public.names","partition":0,"offset":1,"key":"{\"id\":1}","payload":"{\"op\":\"c\",\"after\":{\"id\":1,\"UPPER\":1,\"upper\":2,\"__lsn\":3},\"source\":{\"lsn\":10}}"}
+JSON
+run apply --db "$T/names" --quiet "$T/names.jsonl"
+check "names: applied (exit $rc)" test "$rc" = 0
+run export --db "$T/names" --table public.names --format delta --output "$T/names.delta"
+check "names: Delta export of UPPER and upper refused (exit $rc): $(head -c 200 "$T/err")" \
+    bash -c "[ $rc = 1 ] && grep -q 'columns \"UPPER\" and \"upper\" differ only in case' '$T/err' && [ ! -e '$T/names.delta/_delta_log' ]"
+for f in csv parquet; do
+    run export --db "$T/names" --table public.names --format $f --meta --output "$T/names.$f"
+    check "names: $f export with --meta of a table with a column __lsn refused (exit $rc): $(head -c 200 "$T/err")" \
+        bash -c "[ $rc = 1 ] && grep -q 'has a column named __lsn, which --meta adds' '$T/err' && [ ! -e '$T/names.$f' ]"
+    run export --db "$T/names" --table public.names --format $f --output "$T/names.$f"
+    check "names: $f export without --meta (exit $rc)" test "$rc" = 0
+done
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]
