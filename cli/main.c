@@ -374,7 +374,8 @@ static const char *export_usage =
     "  --file-rows rows, default 250000).  Readers keep the previous version\n"
     "  until the commit, and older versions stay readable.\n"
     "Without --table, every table is exported into the directory --output, as\n"
-    "TABLE.csv, TABLE.ndjson, TABLE.parquet or a Delta table TABLE/.\n";
+    "TABLE.csv, TABLE.ndjson, TABLE.parquet or a Delta table TABLE/ ('/' in a name\n"
+    "written %2F, '%' written %25).\n";
 
 /* A count of rows for a flag (cli_parse_uint); 0 after a message on stderr
  * when it is not one. */
@@ -461,6 +462,29 @@ int cli_parse_range(const char *spec, char **lo, char **hi)
         }
     }
     return -1;
+}
+
+/* A table's file name in export --output DIR: the name itself, with '/'
+ * written %2F and '%' written %25.  PostgreSQL allows '/' in quoted names,
+ * and table names come from whoever writes to the source: unescaped, "a/b"
+ * named a directory that does not exist (and the export of every table
+ * stopped there), and a schema "x/.." would have put the file outside DIR. */
+static char *table_file_name(const char *t)
+{
+    size_t n = strlen(t), k = 0;
+    char *o = malloc(3 * n + 1);
+    if (!o) abort();
+    for (size_t i = 0; i < n; i++) {
+        if (t[i] == '/' || t[i] == '%') {
+            o[k++] = '%';
+            o[k++] = "0123456789ABCDEF"[(unsigned char)t[i] >> 4];
+            o[k++] = "0123456789ABCDEF"[(unsigned char)t[i] & 15];
+        } else {
+            o[k++] = t[i];
+        }
+    }
+    o[k] = 0;
+    return o;
 }
 
 static int cmd_export(int argc, char **argv)
@@ -558,8 +582,9 @@ static int cmd_export(int argc, char **argv)
             r = cli_fail(&e, r);
         }
         for (size_t i = 0; !r && i < n; i++) {
-            char *path = NULL;
-            if (asprintf(&path, "%s/%s%s", output, tables[i], delta ? "" : ext[eo.format]) < 0) abort();
+            char *path = NULL, *name = table_file_name(tables[i]);
+            if (asprintf(&path, "%s/%s%s", output, name, delta ? "" : ext[eo.format]) < 0) abort();
+            free(name);
             pg.start = now();
             r = export_one(st, tables[i], &eo, delta, path, &pg);
             if (!r && !delta) cli_printf_escaped(stdout, "%s: %s", tables[i], path);

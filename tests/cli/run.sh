@@ -271,5 +271,23 @@ for f in csv parquet; do
     check "names: $f export without --meta (exit $rc)" test "$rc" = 0
 done
 
+# ---- export of every table: names with '/' and '%' ----
+# PostgreSQL allows '/' in quoted names: each table gets its own file in the
+# directory, '/' written %2F and '%' %25, none outside it.
+cat >"$T/slash.jsonl" <<'JSON'
+{"topic":"shop.public.a/b","partition":0,"offset":1,"key":"{\"id\":1}","payload":"{\"op\":\"c\",\"after\":{\"id\":1,\"v\":\"ab\"},\"source\":{\"lsn\":10,\"schema\":\"public\",\"table\":\"a/b\"}}"}
+{"topic":"shop.x.y","partition":0,"offset":1,"key":"{\"id\":1}","payload":"{\"op\":\"c\",\"after\":{\"id\":1,\"v\":\"up\"},\"source\":{\"lsn\":11,\"schema\":\"x/..\",\"table\":\"y%\"}}"}
+{"topic":"shop.public.zz","partition":0,"offset":1,"key":"{\"id\":1}","payload":"{\"op\":\"c\",\"after\":{\"id\":1,\"v\":\"zz\"},\"source\":{\"lsn\":12,\"schema\":\"public\",\"table\":\"zz\"}}"}
+JSON
+run apply --db "$T/slash" --quiet "$T/slash.jsonl"
+mkdir -p "$T/slashout"
+run export --db "$T/slash" --output "$T/slashout/all"
+check "slash: export of every table (exit $rc): $(head -c 200 "$T/err")" test "$rc" = 0
+check "slash: public.a/b in public.a%2Fb.csv" grep -q '^1,ab$' "$T/slashout/all/public.a%2Fb.csv"
+check "slash: x/...y% in x%2F...y%25.csv" grep -q '^1,up$' "$T/slashout/all/x%2F...y%25.csv"
+check "slash: public.zz in public.zz.csv" grep -q '^1,zz$' "$T/slashout/all/public.zz.csv"
+check "slash: nothing written outside the directory ($(ls "$T/slashout" | tr '\n' ' '))" \
+    test "$(ls "$T/slashout")" = all
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]
