@@ -1719,6 +1719,24 @@ static int table_name(const dctx *c, const cJSON *s, const cJSON *t, char **out)
                 topic ? "the topic is not prefix.schema.table" : "there is no topic");
 }
 
+/* A record of one of Debezium's own topics, which a subscription by pattern
+ * (shop\\..*) or a file of a whole Kafka dump also holds: a heartbeat
+ * (topic __debezium-heartbeat.PREFIX, value {"ts_ms": N}: sent every
+ * heartbeat.interval.ms, which PostgreSQL setups turn on so that the slot
+ * advances on a quiet database) or a transaction's boundary (topic
+ * PREFIX.transaction with provide.transaction.metadata, value {"status":
+ * "BEGIN" or "END", "id": "txid:lsn", ...}).  Neither changes a row: read
+ * and passed over like a logical message, not a dead letter. */
+static int debezium_own(const dctx *c, const cJSON *env)
+{
+    const char *topic = c->rec ? c->rec->topic : NULL;
+    const cJSON *ts = member(env, "ts_ms"), *st = member(env, "status"), *id = member(env, "id");
+    if (topic && !strncmp(topic, "__debezium-heartbeat", 20) && num_exact_int(ts)) return 1;
+    if (num_exact_int(ts) && env->child == ts && !ts->next) return 1; /* {"ts_ms": N} alone */
+    return cJSON_IsString(st) && (!strcmp(st->valuestring, "BEGIN") || !strcmp(st->valuestring, "END")) &&
+           cJSON_IsString(id) && !member(env, "before") && !member(env, "after") && !member(env, "source");
+}
+
 static int decode(dctx *c, cJSON *root, cdc__event *ev)
 {
     char sn[80];
@@ -1739,6 +1757,13 @@ static int decode(dctx *c, cJSON *root, cdc__event *ev)
     members(env, env_names, em, E_N);
 
     const cJSON *op = em[E_OP];
+    if (!op && debezium_own(c, env)) { /* changes no row; its position counts */
+        if (num_exact_int(em[E_TS])) ev->ts_ms = (int64_t)em[E_TS]->valuedouble;
+        ev->action = CDC__ACT_NOOP;
+        cdc__buf_put_varint(&ev->keycols, 0);
+        cdc__buf_put_varint(&ev->row, 0);
+        return 0;
+    }
     if (!op) return fail(c, NULL, "unknown op: the envelope has no op field");
     if (!cJSON_IsString(op) || strlen(op->valuestring) != 1 || !strchr("cudrtm", op->valuestring[0]))
         return fail(c, NULL, "unknown op %s (expected c, u, d, r, t or m)", snippet(op, sn, sizeof sn));

@@ -523,6 +523,37 @@ Test(decode, timestamp_infinity)
 
 /* ---- Ops ---- */
 
+/* Debezium's own topics, which a subscription by pattern also reads: a
+ * heartbeat and a transaction's BEGIN and END change no row (not dead
+ * letters); an envelope without op that is neither still is one. */
+Test(decode, heartbeat_and_transaction_metadata)
+{
+    static const struct { const char *topic, *key, *value; } own[] = {
+        {"__debezium-heartbeat.shop", "{\"serverName\":\"shop\"}", "{\"ts_ms\":1700000000000}"},
+        {"__debezium-heartbeat.shop", "{\"serverName\":\"shop\"}",
+         "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"int64\",\"field\":\"ts_ms\"}],"
+         "\"name\":\"io.debezium.connector.common.Heartbeat\"},\"payload\":{\"ts_ms\":1700000000001}}"},
+        {"shop.transaction", "{\"id\":\"571:1000\"}",
+         "{\"status\":\"BEGIN\",\"id\":\"571:1000\",\"event_count\":null,\"data_collections\":null,"
+         "\"ts_ms\":1700000000002}"},
+        {"shop.transaction", "{\"id\":\"571:1000\"}",
+         "{\"status\":\"END\",\"id\":\"571:1000\",\"event_count\":2,\"data_collections\":"
+         "[{\"data_collection\":\"public.tx\",\"event_count\":2}],\"ts_ms\":1700000000003}"},
+    };
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
+        cdc_record_t r = rec_of(own[i].topic, 3, own[i].key, own[i].value);
+        cdc__event ev = {0};
+        cdc_error_t err = {0};
+        cr_assert_eq(cdc__decode_record(&r, NULL, NULL, &ev, &err), 0, "%s: %s", own[i].value, err.msg);
+        cr_expect_eq(ev.action, CDC__ACT_NOOP, "%s", own[i].value);
+        cr_expect_null(ev.table);
+        cr_expect_eq(ev.ts_ms, 1700000000000 + (int64_t)i);
+        cdc__event_free(&ev);
+    }
+    expect_bad("{\"order_id\":1}", "{\"ts_ms\":5,\"after\":{\"order_id\":1}}", "no op field");
+    expect_bad("{\"order_id\":1}", "{\"status\":\"COMMIT\",\"id\":\"1:2\"}", "no op field");
+}
+
 Test(decode, truncate)
 {
     cdc__event ev = {0};
