@@ -88,17 +88,36 @@ void cdc__sql_coltext(cdc__buf *b, const cdc__srccol *c)
         cdc__buf_puts(b, ")::text");
     } else if (!strncmp(t, "timestamp", 9) && strstr(t, "with time zone")) {
         /* Debezium's ZonedTimestamp: ISO-8601 in UTC with the column's
-         * fraction digits, "2026-01-16T08:30:00.000000Z". */
+         * fraction digits, "2026-01-16T08:30:00.000000Z".  Its year is
+         * Java's ISO form: astronomical, so 44 BC is "-0043" and 1 BC
+         * "0000", and past 9999 signed ("+10000"); to_char's YYYY prints
+         * 44 BC as "0044", which compared equal to 44 AD.  'infinity' and
+         * '-infinity' arrive as those words, and to_char gives NULL for
+         * them, which compared equal to a NULL.  Years 1 to 9999 keep the
+         * plain to_char. */
         int p = type_precision(t);
-        cdc__buf_puts(b, "to_char(");
+        cdc__buf_puts(b, "CASE WHEN isfinite(");
         cdc__sql_ident(b, c->name);
-        cdc__buf_puts(b, " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')");
+        cdc__buf_puts(b, ") THEN CASE WHEN ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, " >= '0001-01-01 00:00:00+00' AND ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, " < '10000-01-01 00:00:00+00' THEN to_char(");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, " AT TIME ZONE 'UTC', 'YYYY') ELSE (SELECT CASE WHEN y = -1 THEN '0000' WHEN y < 0 THEN '-' || "
+                         "lpad((-y - 1)::text, 4, '0') ELSE '+' || y::text END FROM (SELECT extract(year FROM ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, " AT TIME ZONE 'UTC')::int AS y) AS year) END || to_char(");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, " AT TIME ZONE 'UTC', '-MM-DD\"T\"HH24:MI:SS')");
         if (p > 0 && p <= 6) {
             cdc__buf_puts(b, " || substr(to_char(");
             cdc__sql_ident(b, c->name);
             cdc__buf_printf(b, " AT TIME ZONE 'UTC', '.US'), 1, %d)", p + 1);
         }
-        cdc__buf_puts(b, " || 'Z'");
+        cdc__buf_puts(b, " || 'Z' ELSE ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, "::text END");
     } else {
         cdc__sql_ident(b, c->name);
         cdc__buf_puts(b, "::text");

@@ -247,6 +247,41 @@ SQL
     summary=$(grep 'cdcstore reconcile:' "$T/err")
     check "reconcile summary: a column of the source only is 1 column on one side only ($summary)" \
         bash -c "grep -q 'missing-column' '$T/out' && grep -q '; 1 column on one side only;' <<<'$summary'"
+    # timestamptz as Debezium's ZonedTimestamp: Java's ISO years (44 BC is
+    # -0043, 1 BC 0000, past 9999 signed) and the words for the infinities.
+    # The replica with those forms equals the source; one that holds NULL
+    # for the infinities, or AD years for BC ones, differs in those rows.
+    psql -q -v ON_ERROR_STOP=1 <<'SQL'
+CREATE TABLE tz (id int PRIMARY KEY, v timestamptz, w timestamptz(3));
+INSERT INTO tz VALUES (1, '2024-01-01 12:00:00.5+00', '2024-01-01 12:00:00.5+00'), (2, 'infinity', '-infinity'),
+  (3, '0044-03-15 12:00:00+00 BC', '0001-01-01 00:00:00+00 BC'), (4, '10000-01-01 00:00:00+00', '0002-06-01 01:02:03.25+00 BC'),
+  (5, NULL, NULL), (6, '0001-01-01 00:00:00+00', '9999-12-31 23:59:59.999+00');
+SQL
+    tzev() { # tzev FILE ID V W (V, W: JSON values)
+        printf '{"topic":"shop.public.tz","partition":0,"offset":%d,"key":"{\\"id\\":%d}","payload":"{\\"op\\":\\"c\\",\\"after\\":{\\"id\\":%d,\\"v\\":%s,\\"w\\":%s},\\"source\\":{\\"lsn\\":%d}}"}\n' \
+            "$2" "$2" "$2" "$3" "$4" "$((10 + $2))" >>"$1"
+    }
+    q='\"'
+    for f in good bad; do
+        : >"$T/tz-$f.jsonl"
+        tzev "$T/tz-$f.jsonl" 1 "${q}2024-01-01T12:00:00.500000Z$q" "${q}2024-01-01T12:00:00.500Z$q"
+        tzev "$T/tz-$f.jsonl" 5 null null
+        tzev "$T/tz-$f.jsonl" 6 "${q}0001-01-01T00:00:00.000000Z$q" "${q}9999-12-31T23:59:59.999Z$q"
+    done
+    tzev "$T/tz-good.jsonl" 2 "${q}infinity$q" "${q}-infinity$q"
+    tzev "$T/tz-good.jsonl" 3 "${q}-0043-03-15T12:00:00.000000Z$q" "${q}0000-01-01T00:00:00.000Z$q"
+    tzev "$T/tz-good.jsonl" 4 "${q}+10000-01-01T00:00:00.000000Z$q" "${q}-0001-06-01T01:02:03.250Z$q"
+    tzev "$T/tz-bad.jsonl" 2 null null
+    tzev "$T/tz-bad.jsonl" 3 "${q}0044-03-15T12:00:00.000000Z$q" "${q}0001-01-01T00:00:00.000Z$q"
+    tzev "$T/tz-bad.jsonl" 4 "${q}10000-01-01T00:00:00.000000Z$q" "${q}-0001-06-01T01:02:03.250Z$q"
+    run apply --db "$T/tzgood" --quiet "$T/tz-good.jsonl"
+    run reconcile --db "$T/tzgood" --table public.tz --source "$SRC" --recheck-wait 10
+    check "reconcile timestamptz: infinities, BC and year 10000 in Debezium's forms equal the source (exit $rc: $(head -c 300 "$T/out"))" \
+        test "$rc" = 0
+    run apply --db "$T/tzbad" --quiet "$T/tz-bad.jsonl"
+    run reconcile --db "$T/tzbad" --table public.tz --source "$SRC" --recheck-wait 10
+    check "reconcile timestamptz: NULL for infinity, AD for BC, 10000 unsigned differ (exit $rc: $(cut -f1,2 "$T/out" | tr '\n' ' '))" \
+        test "$rc" = 1 -a "$(cut -f1,2 "$T/out" | tr '\n' ' ')" = 'different	{"id":2} different	{"id":3} different	{"id":4} '
 else
     echo "skip reconcile summary: no PostgreSQL 15 ($(head -c 200 "$T/pg.err"))"
 fi
