@@ -334,7 +334,12 @@ int cdc_hash_sql(cdc_store_t *st, const char *table, const char *source_table,
     for (size_t i = 0; i < np; i++) {
         keys[i].name = knames[i];
         keys[i].kind = parts[i].type;
-        keys[i].string = 1;
+        /* The source's type is not known here: a text key part is compared
+         * as its text (::text COLLATE "C"), right for text, varchar, uuid
+         * and numeric keys alike; COLLATE on the column itself was an
+         * error for uuid and numeric ("collations are not supported by
+         * type uuid"). */
+        keys[i].string = 0;
     }
     for (size_t i = 0; i < ncols; i++) cols[i].name = names[i];
     if (!opts->range_width && opts->ranges > 1) {

@@ -278,6 +278,37 @@ SQL
     run reconcile --db "$T/tzgood" --table public.tz --source "$SRC" --recheck-wait 10
     check "reconcile timestamptz: infinities, BC and year 10000 in Debezium's forms equal the source (exit $rc: $(head -c 300 "$T/out"))" \
         test "$rc" = 0
+    # hash --sql --ranges for keys whose source type is not text: uuid and
+    # numeric keys (text in the replica) bucket by their text, and the
+    # query's hashes are cdcstore hash's.
+    psql -q -v ON_ERROR_STOP=1 <<'SQL'
+CREATE TABLE ku (id uuid PRIMARY KEY, v int);
+INSERT INTO ku VALUES ('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 1), ('00000000-0000-0000-0000-000000000001', 2),
+  ('ffffffff-0000-0000-0000-000000000001', 3), ('5a0eebc9-9c0b-4ef8-bb6d-6bb9bd380a11', 4);
+CREATE TABLE kn (id numeric PRIMARY KEY, v int);
+INSERT INTO kn VALUES (1.5, 1), (10, 2), (2, 3), (-3.25, 4);
+SQL
+    python3 - "$T/keys.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for t, keys in (("ku", ["a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "00000000-0000-0000-0000-000000000001",
+                            "ffffffff-0000-0000-0000-000000000001", "5a0eebc9-9c0b-4ef8-bb6d-6bb9bd380a11"]),
+                    ("kn", ["1.5", "10", "2", "-3.25"])):
+        for v, k in enumerate(keys, 1):
+            p = {"op": "c", "after": {"id": k, "v": v}, "source": {"lsn": 100 + v}}
+            f.write(json.dumps({"topic": "shop.public." + t, "partition": 0, "offset": v,
+                                "key": json.dumps({"id": k}), "payload": json.dumps(p)}) + "\n")
+PY
+    run apply --db "$T/keys" --quiet "$T/keys.jsonl"
+    for t in ku kn; do
+        run hash --db "$T/keys" --table public.$t --ranges 3
+        cut -f1,4,5 "$T/out" | tr '\t' ' ' >"$T/hash-$t.want"
+        run hash --db "$T/keys" --table public.$t --ranges 3 --sql
+        { echo "SET DateStyle = 'ISO, MDY'; SET TimeZone = 'UTC'; SET extra_float_digits = 1;"; cat "$T/out"; } |
+            psql -qAt -F ' ' >"$T/hash-$t.got" 2>"$T/hash-$t.err"
+        check "hash --sql --ranges 3, $t key: the query runs and gives cdcstore hash's ($(tr '\n' ' ' <"$T/hash-$t.err"; tr '\n' '|' <"$T/hash-$t.got"))" \
+            bash -c "[ -s '$T/hash-$t.want' ] && [ \"\$(wc -l <'$T/hash-$t.want')\" -ge 2 ] && cmp -s '$T/hash-$t.want' '$T/hash-$t.got'"
+    done
     run apply --db "$T/tzbad" --quiet "$T/tz-bad.jsonl"
     run reconcile --db "$T/tzbad" --table public.tz --source "$SRC" --recheck-wait 10
     check "reconcile timestamptz: NULL for infinity, AD for BC, 10000 unsigned differ (exit $rc: $(cut -f1,2 "$T/out" | tr '\n' ' '))" \
