@@ -369,6 +369,23 @@ static int describe_tables(ctx *x)
         cdc__buf_printf(&x->collist, " AS c%zu", i);
     }
     if (!x->ncmp) cdc__buf_puts(&x->collist, "NULL");
+    /* Then each key column's text as the replica's key holds it, read by
+     * source_key: the text a change event carried.  That is the compared
+     * column's text but for an unconstrained numeric, whose values are
+     * compared without trailing fraction zeros (trim_scale) while its key
+     * keeps them ("1.50"): trimmed, a key read back named no replica key,
+     * and one differing row came out as a missing and an extra one too. */
+    for (size_t k = 0; k < x->nkey; k++) {
+        const cdc__srccol *sc = &x->scols[x->keyidx[k]];
+        cdc__buf_puts(&x->collist, ", ");
+        if (x->trim[x->keyidx[k]]) {
+            cdc__sql_ident(&x->collist, sc->name);
+            cdc__buf_puts(&x->collist, "::text");
+        } else {
+            cdc__sql_coltext(&x->collist, sc);
+        }
+        cdc__buf_printf(&x->collist, " AS k%zu", k);
+    }
     for (size_t k = 0; k < x->nkey; k++) {
         if (k) cdc__buf_puts(&x->orderby, ", ");
         cdc__sql_keyexpr(&x->orderby, &x->keys[k]);
@@ -509,7 +526,7 @@ static int source_key(const ctx *x, PGresult *r, int i, cdc__buf *out)
 {
     cdc__buf_reset(out);
     for (size_t k = 0; k < x->nkey; k++) {
-        int col = (int)x->keyidx[k];
+        int col = (int)(x->ncmp + k); /* the key columns follow the compared ones (collist) */
         if (PQgetisnull(r, i, col)) return -1;
         const char *v = PQgetvalue(r, i, col);
         if (x->keys[k].kind == CDC__KP_INT) cdc__key_add_int(out, strtoll(v, NULL, 10));
