@@ -18,7 +18,8 @@
  * (E, 2, L) where E is the larger of
  *   (a) the epoch mark of its position: the epoch of the last snapshot whose
  *       first record in the same topic partition comes before the event, and
- *   (b) the largest known snapshot epoch C <= L.
+ *   (b) the largest known snapshot epoch C <= L, or C <= P when the
+ *       change knows its commit position P (source.sequence, below).
  *
  * Why this is right where the plain `lsn > stored_lsn` guard is not:
  *  - Per key, streamed change LSNs rise in commit order: a transaction that
@@ -35,6 +36,21 @@
  *    snapshot from the slot that snapshot came from committed after C, so it
  *    is newer than every row of the snapshot: kind 2 > kind 1 within an epoch
  *    says exactly that.  The LSN alone would drop the change.
+ *    A partition of the topic may hold none of the snapshot's reads (a
+ *    small table on a topic of several partitions): it has no mark, and an
+ *    in-flight change there, L < C, got epoch 0, below the floor the
+ *    completed snapshot sets: the row was lost.  Its commit position P
+ *    (source.sequence[0]: the commit of the transaction the stream
+ *    delivered before its own) is above C from the stream's second
+ *    transaction on: the slot delivers only transactions that commit after
+ *    C.  By (b) with P such a change gets (C, 2, L).  A change from an
+ *    older slot has P below any later slot's C (the slot was dropped before
+ *    the new one was made), so it stays below the floor.  Limits: the
+ *    stream's first transaction after a snapshot has no P (sequence[0] is
+ *    null), nor does bare input without sequence, so a change of it on a
+ *    partition without the snapshot's reads still gets epoch 0; and so does
+ *    any change consumed before the first of the snapshot's reads, when the
+ *    table knows no epoch yet.  The floor then hides such a row.
  *  - A new snapshot after the slot was dropped and recreated: its epoch C2 is
  *    above every LSN of the old slot, so its rows beat everything before it.
  *    Rows deleted while no slot existed are not mentioned by any event; the
@@ -571,7 +587,7 @@ static cdc__version assign_version(apply_ctx *a, cdc__table *t, const cdc_record
     if (ev->snapshot == CDC__SNAP_NONE || ev->snapshot == CDC__SNAP_INCREMENTAL) {
         int read = ev->snapshot == CDC__SNAP_INCREMENTAL;
         uint64_t e = r->offset >= 0 ? cdc__mark_at(st, topic, r->partition, r->offset) : st->run_epoch;
-        uint64_t e2 = epoch_le(t, read ? ev->commit : ev->lsn);
+        uint64_t e2 = epoch_le(t, read || ev->commit > ev->lsn ? ev->commit : ev->lsn);
         return (cdc__version){e > e2 ? e : e2, CDC__KIND_STREAM, ev->lsn, ev->commit, (uint32_t)read};
     }
     uint64_t c = ev->lsn;
