@@ -287,6 +287,7 @@ static int table_meta_decode(cdc__table *t, const char *p, size_t len)
         }
         if (p < end && *p++ && !(t->stopped = get_str(&p, end))) return CDC_ECORRUPT;
     }
+    t->noted_ncols = t->ncols;
     t->live_dirty = 1;
     cdc__table_live(t);
     return 0;
@@ -376,9 +377,43 @@ static int col_live(const cdc__table *t, const cdc__colmeta *m)
     return m->has_seen && cdc__version_cmp(&m->seen, &m->gone) > 0;
 }
 
+/* The newest change noted among the columns that existed before the
+ * columns this change brought; 0 when none was. */
+static int newest_noted(const cdc__table *t, cdc__version *out)
+{
+    int has = t->has_allseen;
+    if (has) *out = t->allseen;
+    for (size_t i = 0; i < t->noted_ncols && i < t->ncols; i++) {
+        const cdc__colmeta *m = &t->colmeta[i];
+        if (m->has_seen && (!has || cdc__version_cmp(&m->seen, out) > 0)) *out = m->seen, has = 1;
+        if (m->has_gone && (!has || cdc__version_cmp(&m->gone, out) > 0)) *out = m->gone, has = 1;
+    }
+    return has;
+}
+
 int cdc__table_note_columns(cdc__table *t, const cdc__version *ver, const unsigned char *present,
                             const cdc__buf *defaults)
 {
+    /* A column first carried by this change was lacked by every change
+     * noted before (had one carried it, the table would know it): its gone
+     * is the newest of them.  Without it, a change from before a DROP
+     * COLUMN that arrived after a newer change (another partition, a later
+     * batch) brought the dropped column back, while the same events in one
+     * batch, folded in key order, did not. */
+    if (t->noted_ncols < t->ncols) {
+        cdc__version newest;
+        if (newest_noted(t, &newest))
+            for (size_t i = t->noted_ncols; i < t->ncols; i++) {
+                cdc__colmeta *m = &t->colmeta[i];
+                if (!m->has_gone || cdc__version_cmp(&newest, &m->gone) > 0) {
+                    m->gone = newest;
+                    m->has_gone = 1;
+                    t->meta_dirty = 1;
+                    t->live_dirty = 1;
+                }
+            }
+        t->noted_ncols = t->ncols;
+    }
     size_t npresent = 0;
     for (size_t i = 0; i < t->ncols; i++) npresent += present[i] != 0;
     if (npresent == t->ncols) {

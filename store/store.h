@@ -52,6 +52,7 @@ typedef struct cdc__table {
     char *stopped;                       /* why no event of the table is applied any more, or NULL */
     cdc__version allseen;                /* the newest applied change that carried every column */
     int has_allseen;
+    size_t noted_ncols;                  /* columns that existed at the last cdc__table_note_columns */
     size_t *live;                        /* indexes of the columns the source has now, in order */
     char **livenames;                    /* their names (borrowed from cols) */
     size_t nlive;

@@ -584,6 +584,36 @@ Test(schema, dropped_column_leaves_the_export_and_comes_back_when_added_again)
     free(dir);
 }
 
+/* The first change the replica sees is from after a DROP COLUMN (another
+ * partition delivered it first); the change from before the drop, with the
+ * column, arrives later: the column stays dropped, whatever the batches. */
+Test(schema, column_first_seen_in_a_change_older_than_the_newest_stays_dropped)
+{
+    for (size_t bs = 1; bs <= 2; bs++) {
+        char *dir = tu_tmpdir();
+        cdc_store_t *st = tu_open(dir);
+        recs rs = {0};
+        recs_add(&rs, T, 1, 0, strdup("{\"order_id\":2}"),
+                 env_t("public.orders", "u", NULL, "{\"order_id\":2,\"v\":\"after drop\"}", 300, "false"));
+        recs_add(&rs, T, 0, 0, strdup("{\"order_id\":1}"),
+                 env_t("public.orders", "c", NULL, "{\"order_id\":1,\"v\":\"x\",\"legacy\":\"L1\"}", 100,
+                       "false"));
+        for (size_t i = 0; i < rs.n; i += bs) tu_apply(st, rs.r + i, rs.n - i < bs ? rs.n - i : bs);
+        char *v = tu_export(st, "public.orders", 0);
+        cr_assert_str_eq(v, "order_id,v\n1,x\n2,after drop\n", "batch size %zu", bs);
+        free(v);
+        cdc_store_close(st); /* and after a reopen */
+        st = tu_open(dir);
+        v = tu_export(st, "public.orders", 0);
+        cr_assert_str_eq(v, "order_id,v\n1,x\n2,after drop\n", "batch size %zu, reopened", bs);
+        free(v);
+        recs_free(&rs);
+        cdc_store_close(st);
+        tu_rmrf(dir);
+        free(dir);
+    }
+}
+
 /* An envelope with a schema: fields is the JSON of the after struct's
  * fields, after the row. */
 static char *env_schema(const char *op, const char *fields, const char *after, unsigned long long lsn,
