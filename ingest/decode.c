@@ -89,6 +89,10 @@
 #define PLACEHOLDER "__debezium_unavailable_value"
 /* base64 of the placeholder's bytes: how Debezium fills a bytea column. */
 #define PLACEHOLDER_B64 "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="
+/* UUID.nameUUIDFromBytes of the placeholder's bytes: a uuid[] column's. */
+#define PLACEHOLDER_UUID "b68a35a7-17ad-35b3-af2a-ae46edb4545a"
+/* An hstore column's with hstore.handling.mode=json: the map as JSON. */
+#define PLACEHOLDER_HSTORE_JSON "{\"" PLACEHOLDER "\":\"" PLACEHOLDER "\"}"
 /* Largest decimal accepted, in bytes of unscaled integer: PostgreSQL's
  * NUMERIC holds at most 147455 digits, about 61 KiB. */
 #define MAX_DECIMAL_BYTES 65536
@@ -866,20 +870,46 @@ static void put_timestamp_pg(cdc__buf *b, int64_t us)
 
 static const unsigned char placeholder_bytes[] = PLACEHOLDER;
 
-/* Debezium's forms of the unchanged-TOAST placeholder: the string, its bytes
- * in base64 (bytea), a one-element text array, and an array of its bytes as
- * numbers (int and bigint arrays). */
+/* Debezium's forms of the unchanged-TOAST placeholder (its
+ * UnchangedToastedPlaceholder): the string, its bytes in base64 (bytea),
+ * an hstore's map of it to itself (as an object, or as JSON text in
+ * hstore.handling.mode=json), one-element arrays of the string (text[]),
+ * of the base64 (bytea[]) or of the UUID named by its bytes (uuid[]), and
+ * an array of its bytes as numbers (int and bigint arrays).  A form not
+ * recognised is stored as data, over the value the source kept. */
+static int is_placeholder(const cJSON *v);
+
+/* JSON text of the hstore map {placeholder: placeholder}, however spaced. */
+static int hstore_json_placeholder(const char *s)
+{
+    if (!strcmp(s, PLACEHOLDER_HSTORE_JSON)) return 1;
+    if (strlen(s) > 2 * sizeof PLACEHOLDER + 16 || !strstr(s, PLACEHOLDER)) return 0;
+    cJSON *j = cJSON_Parse(s);
+    int r = j && cJSON_IsObject(j) && is_placeholder(j);
+    cJSON_Delete(j);
+    return r;
+}
+
 static int is_placeholder(const cJSON *v)
 {
     if (cJSON_IsString(v)) { /* every text column: the first byte spares most calls */
         const char *s = v->valuestring;
         return (s[0] == PLACEHOLDER[0] && strcmp(s, PLACEHOLDER) == 0) ||
-               (s[0] == PLACEHOLDER_B64[0] && strcmp(s, PLACEHOLDER_B64) == 0);
+               (s[0] == PLACEHOLDER_B64[0] && strcmp(s, PLACEHOLDER_B64) == 0) ||
+               (s[0] == '{' && hstore_json_placeholder(s));
+    }
+    if (cJSON_IsObject(v)) {
+        const cJSON *e = v->child;
+        return e && !e->next && e->string && strcmp(e->string, PLACEHOLDER) == 0 && cJSON_IsString(e) &&
+               strcmp(e->valuestring, PLACEHOLDER) == 0;
     }
     if (!cJSON_IsArray(v)) return 0;
     int n = cJSON_GetArraySize(v);
     const cJSON *e = v->child;
-    if (n == 1) return cJSON_IsString(e) && strcmp(e->valuestring, PLACEHOLDER) == 0;
+    if (n == 1)
+        return cJSON_IsString(e) && (strcmp(e->valuestring, PLACEHOLDER) == 0 ||
+                                     strcmp(e->valuestring, PLACEHOLDER_B64) == 0 ||
+                                     strcmp(e->valuestring, PLACEHOLDER_UUID) == 0);
     if (n != (int)sizeof placeholder_bytes - 1) return 0;
     for (int i = 0; e; e = e->next, i++)
         if (!cJSON_IsNumber(e) || e->valuedouble != (double)placeholder_bytes[i]) return 0;

@@ -1001,6 +1001,36 @@ Test(decode, unavailable_placeholders)
     cdc__event_free(&ev);
 }
 
+/* The other forms of Debezium's UnchangedToastedPlaceholder: uuid[] (the
+ * UUID named by the placeholder's bytes), bytea[] (its base64), hstore as a
+ * map and as JSON text (compact and spaced); values that only resemble them
+ * stay data. */
+Test(decode, unavailable_placeholders_of_arrays_and_hstore)
+{
+    cdc__event ev = {0};
+    expect_ok("{\"id\":1}",
+              "{\"op\":\"u\",\"after\":{\"id\":1,\"uu\":[\"b68a35a7-17ad-35b3-af2a-ae46edb4545a\"],"
+              "\"ba\":[\"X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==\"],"
+              "\"h\":{\"__debezium_unavailable_value\":\"__debezium_unavailable_value\"},"
+              "\"hj\":\"{\\\"__debezium_unavailable_value\\\":\\\"__debezium_unavailable_value\\\"}\","
+              "\"hs\":\"{\\\"__debezium_unavailable_value\\\": \\\"__debezium_unavailable_value\\\"}\","
+              "\"h2\":{\"__debezium_unavailable_value\":\"__debezium_unavailable_value\",\"k\":\"v\"},"
+              "\"u2\":[\"b68a35a7-17ad-35b3-af2a-ae46edb4545a\",\"b68a35a7-17ad-35b3-af2a-ae46edb4545a\"],"
+              "\"t\":\"{\\\"__debezium_unavailable_value\\\":1}\"},"
+              "\"source\":{\"lsn\":1}}",
+              &ev);
+    cr_expect_str_eq(col(&ev, "uu"), "<UNAVAILABLE>");
+    cr_expect_str_eq(col(&ev, "ba"), "<UNAVAILABLE>");
+    cr_expect_str_eq(col(&ev, "h"), "<UNAVAILABLE>");
+    cr_expect_str_eq(col(&ev, "hj"), "<UNAVAILABLE>");
+    cr_expect_str_eq(col(&ev, "hs"), "<UNAVAILABLE>");
+    cr_expect_neq(strcmp(col(&ev, "h2"), "<UNAVAILABLE>"), 0, "a map with another key is data");
+    cr_expect_neq(strcmp(col(&ev, "u2"), "<UNAVAILABLE>"), 0, "two elements are data");
+    cr_expect_str_eq(col(&ev, "t"), "{\"__debezium_unavailable_value\":1}");
+    cr_expect_eq(ev.nunavailable, 5);
+    cdc__event_free(&ev);
+}
+
 /* The text of a base64 decimal with a declared scale (column "price": 3) or,
  * through the variable-scale struct, any scale. */
 static const char *decimal(const char *b64, int scale)
