@@ -1438,8 +1438,9 @@ static int decode_row(const dctx *c, cdc__event *ev, const cJSON *obj, const cJS
 /* ---- Keys ---- */
 
 /* Appends one key element: an integer (any int64, exact from its digits
- * past 2^53) or a string.  0 ok; -1 with the reason in *why. */
-static int key_element(const dctx *c, cdc__buf *key, const cJSON *v, const char **why)
+ * past 2^53) or a string; with named (the Kafka key names it) also a
+ * decimal, a float or a boolean, as text.  0 ok; -1 with the reason in *why. */
+static int key_element(const dctx *c, cdc__buf *key, const cJSON *v, int named, const char **why)
 {
     if (cJSON_IsString(v)) {
         cdc__key_add_text(key, v->valuestring, strlen(v->valuestring));
@@ -1454,8 +1455,37 @@ static int key_element(const dctx *c, cdc__buf *key, const cJSON *v, const char 
         cdc__key_add_int(key, x);
         return 0;
     }
-    *why = "unsupported key type (a key column must be an integer or a string)";
-    return -1;
+    /* Other PostgreSQL key types, named by a Kafka key, as the text the
+     * row's column gets: an unconstrained NUMERIC (VariableScaleDecimal in
+     * the default decimal.handling.mode=precise), a float, a boolean (t/f).
+     * Without a Kafka key (the row's first column taken as the key) only an
+     * integer or a string is taken: anything else is more likely not the
+     * primary key. */
+    if (!named) {
+        *why = "unsupported key type (without a Kafka key, the row's first column must be an integer or a "
+               "string to be taken as the key)";
+        return -1;
+    }
+    cdc__buf t = {0};
+    if (is_varscale(v)) {
+        const cJSON *sc = member(v, "scale");
+        if (!num_exact_int(sc) || fabs(sc->valuedouble) > MAX_DECIMAL_SCALE ||
+            b64_decimal(member(v, "value")->valuestring, (long)sc->valuedouble, &t)) {
+            cdc__buf_free(&t);
+            *why = "a variable-scale decimal key that does not decode";
+            return -1;
+        }
+    } else if (cJSON_IsNumber(v) && isfinite(v->valuedouble)) {
+        put_double(&t, v->valuedouble);
+    } else if (cJSON_IsBool(v)) {
+        cdc__buf_putc(&t, cJSON_IsTrue(v) ? 't' : 'f');
+    } else {
+        *why = "unsupported key type (a key column must be a number, a string, a decimal or a boolean)";
+        return -1;
+    }
+    cdc__key_add_text(key, t.p ? t.p : "", t.len);
+    cdc__buf_free(&t);
+    return 0;
 }
 
 /* Do a key value and the row's value of that column agree?  Raw JSON is
@@ -1470,6 +1500,8 @@ static int same_json(const dctx *c, const cJSON *a, const cJSON *b)
         return ta && tb && na == nb && !memcmp(ta, tb, na);
     }
     if (cJSON_IsString(a) && cJSON_IsString(b)) return strcmp(a->valuestring, b->valuestring) == 0;
+    if ((cJSON_IsObject(a) && cJSON_IsObject(b)) || (cJSON_IsBool(a) && cJSON_IsBool(b)))
+        return cJSON_Compare(a, b, 1); /* a variable-scale decimal; a boolean */
     return 0;
 }
 
@@ -1489,7 +1521,7 @@ static int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj, const cJSON *r
         cdc__buf_put_varint(&ev->keycols, (uint64_t)n);
         cJSON_ArrayForEach(k, kobj)
         {
-            if (key_element(c, &ev->key, k, &why))
+            if (key_element(c, &ev->key, k, 1, &why))
                 return fail(c, k->string, "%s: %s", why, snippet(k, sn, sizeof sn));
             cdc__buf_put_varint(&ev->keycols, strlen(k->string));
             cdc__buf_puts(&ev->keycols, k->string);
@@ -1535,7 +1567,7 @@ static int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj, const cJSON *r
     cdc__buf_puts(&kt, "}");
     cdc__buf_putc(&kt, 0);
     c->keytext = kt.p;
-    if (key_element(c, &ev->key, k, &why)) return fail(c, k->string, "%s", why);
+    if (key_element(c, &ev->key, k, 0, &why)) return fail(c, k->string, "%s", why);
     cdc__buf_put_varint(&ev->keycols, 1);
     cdc__buf_put_varint(&ev->keycols, strlen(k->string));
     cdc__buf_puts(&ev->keycols, k->string);
