@@ -222,6 +222,8 @@ typedef struct cdc__srckey {
     int kind;                /* CDC__KP_INT or CDC__KP_TEXT */
     int uuid;                /* text kind on a uuid column: compare as uuid */
     int string;              /* text kind on a string column: COLLATE "C" */
+    char *expr;              /* the column's key as the replica holds it, when not the column itself
+                              * (temporal keys, reconcile.c key_expr); owned by the caller */
 } cdc__srckey;
 
 /* Appends the key column's ordering expression (with COLLATE "C" for text). */

@@ -170,6 +170,10 @@ void cdc__sql_rowhash(cdc__buf *b, const cdc__srccol *cols, size_t n, int algori
 
 void cdc__sql_keyexpr(cdc__buf *b, const cdc__srckey *k)
 {
+    if (k->expr) {
+        cdc__buf_printf(b, "(%s)%s", k->expr, k->kind == CDC__KP_TEXT ? " COLLATE \"C\"" : "");
+        return;
+    }
     cdc__sql_ident(b, k->name);
     if (k->kind == CDC__KP_TEXT && !k->uuid) cdc__buf_puts(b, k->string ? " COLLATE \"C\"" : "::text COLLATE \"C\"");
 }
@@ -257,11 +261,11 @@ int cdc__sql_bucket(cdc__buf *b, const cdc__srckey *keys, size_t nkey, int64_t w
         if (nkey != 1 || keys[0].kind != CDC__KP_INT) return CDC_EINVAL;
         /* floor(k / W) without overflow: -1 - (-(k + 1)) / W for negative k. */
         cdc__buf_puts(b, "CASE WHEN ");
-        cdc__sql_ident(b, keys[0].name);
+        cdc__sql_keyexpr(b, &keys[0]);
         cdc__buf_printf(b, " >= 0 THEN ");
-        cdc__sql_ident(b, keys[0].name);
+        cdc__sql_keyexpr(b, &keys[0]);
         cdc__buf_printf(b, "::bigint / %lld ELSE -1 - (-(", (long long)width);
-        cdc__sql_ident(b, keys[0].name);
+        cdc__sql_keyexpr(b, &keys[0]);
         cdc__buf_printf(b, "::bigint + 1)) / %lld END", (long long)width);
         return 0;
     }

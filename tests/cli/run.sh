@@ -327,6 +327,67 @@ PY
     run reconcile --db "$T/nku" --table public.nku --source "$SRC" --recheck-wait 10
     check "reconcile, numeric key with trailing zeros: the one changed row only (exit $rc: $(cut -f1,2 "$T/out" | tr '\n' ' '))" \
         test "$rc" = 1 -a "$(cut -f1,2 "$T/out")" = $'different\t{"n":"10"}'
+    # Temporal key columns, keyed as Debezium's keys carry them (adaptive
+    # time precision): a date as its days, a timestamp as microseconds (or
+    # milliseconds at precision 3), a timestamptz as its ZonedTimestamp text
+    # in a key (id, ts) as partitioned tables have.  Equal tables compare
+    # equal; one changed row is one difference.
+    psql -q -v ON_ERROR_STOP=1 <<'SQL'
+CREATE TABLE kd (d date PRIMARY KEY, v int);
+CREATE TABLE kt (t timestamp PRIMARY KEY, v int);
+CREATE TABLE kt3 (t timestamp(3) PRIMARY KEY, v int);
+CREATE TABLE kz (id int, ts timestamptz, v int, PRIMARY KEY (id, ts));
+INSERT INTO kd SELECT DATE '2024-01-01' + i * 37 - 20000, i FROM generate_series(1, 40) i;
+INSERT INTO kt SELECT TIMESTAMP '2024-01-01' + i * interval '1 day 1.5 seconds' - interval '60 years', i FROM generate_series(1, 40) i;
+INSERT INTO kt3 SELECT TIMESTAMP '2024-01-01' + i * interval '1.25 seconds', i FROM generate_series(1, 40) i;
+INSERT INTO kz SELECT i % 3, TIMESTAMPTZ '2024-01-01 00:00:00+00' + i * interval '1 hour 0.5 seconds', i FROM generate_series(1, 40) i;
+SQL
+    psql -qAt -F $'\t' -c "SELECT 'kd', d - DATE '1970-01-01', v FROM kd" \
+        -c "SELECT 'kt', (extract(epoch FROM t) * 1000000)::bigint, v FROM kt" \
+        -c "SELECT 'kt3', (extract(epoch FROM t) * 1000)::bigint, v FROM kt3" \
+        -c "SELECT 'kz', id, to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), v FROM kz" >"$T/tkeys.tsv"
+    python3 - "$T/tkeys.tsv" "$T/tkeys.jsonl" <<'PY'
+import json, sys
+F = {"kd": ("int32", "io.debezium.time.Date"), "kt": ("int64", "io.debezium.time.MicroTimestamp"),
+     "kt3": ("int64", "io.debezium.time.Timestamp"), "kz": ("string", "io.debezium.time.ZonedTimestamp")}
+out = open(sys.argv[2], "w")
+for n, line in enumerate(open(sys.argv[1])):
+    f = line.rstrip("\n").split("\t")
+    t, typ, name = f[0], *F[f[0]]
+    if t == "kz":
+        kf = [{"type": "int32", "optional": False, "field": "id"},
+              {"type": typ, "name": name, "optional": False, "field": "ts"}]
+        key = {"id": int(f[1]), "ts": f[2]}
+        v = int(f[3])
+    else:
+        col = "d" if t == "kd" else "t"
+        kf = [{"type": typ, "name": name, "optional": False, "field": col}]
+        key = {col: int(f[1])}
+        v = int(f[2])
+    vf = kf + [{"type": "int32", "optional": True, "field": "v"}]
+    row = dict(key, v=v)
+    env = {"schema": {"type": "struct", "fields": [{"type": "struct", "optional": True, "field": "after",
+                                                    "fields": vf}]},
+           "payload": {"op": "r", "after": row, "source": {"lsn": 1000, "snapshot": "true", "schema": "public",
+                                                           "table": t}}}
+    k = {"schema": {"type": "struct", "fields": kf}, "payload": key}
+    out.write(json.dumps({"topic": "shop.public." + t, "partition": 0, "offset": n, "key": json.dumps(k),
+                          "payload": json.dumps(env)}) + "\n")
+PY
+    run apply --db "$T/tkeys" --quiet "$T/tkeys.jsonl"
+    check "temporal keys: applied (exit $rc: $(head -c 200 "$T/err"))" test "$rc" = 0
+    for t in kd kt kt3 kz; do
+        run reconcile --db "$T/tkeys" --table public.$t --source "$SRC" --recheck-wait 10
+        check "reconcile, $t key (temporal): equal (exit $rc: $(head -c 300 "$T/out") $(grep -v '^cdcstore: info' "$T/err" | head -c 300))" \
+            test "$rc" = 0
+        run reconcile --db "$T/tkeys" --table public.$t --source "$SRC" --recheck-wait 10 --ranges 7
+        check "reconcile, $t key (temporal), 7 ranges: equal (exit $rc: $(head -c 300 "$T/out") $(grep -v '^cdcstore: info' "$T/err" | head -c 300))" \
+            test "$rc" = 0
+        psql -q -c "UPDATE $t SET v = -1 WHERE v = 17"
+        run reconcile --db "$T/tkeys" --table public.$t --source "$SRC" --recheck-wait 10
+        check "reconcile, $t key (temporal): one changed row, one difference (exit $rc: $(cut -f1,2 "$T/out" | tr '\n' ' ') $(grep -v '^cdcstore: info' "$T/err" | head -c 300))" \
+            test "$rc" = 1 -a "$(grep -c . "$T/out")" = 1 -a "$(cut -f1 "$T/out")" = different
+    done
     run apply --db "$T/tzbad" --quiet "$T/tz-bad.jsonl"
     run reconcile --db "$T/tzbad" --table public.tz --source "$SRC" --recheck-wait 10
     check "reconcile timestamptz: NULL for infinity, AD for BC, 10000 unsigned differ (exit $rc: $(cut -f1,2 "$T/out" | tr '\n' ' '))" \
