@@ -595,7 +595,10 @@ int cdc_store_purge(cdc_store_t *st, const char *table, const cdc_gc_options_t *
             if (st->tables[i]->cf) sel[n++] = st->tables[i];
     }
     for (size_t i = 0; i < n && rc == 0; i++) {
-        uint64_t h = o->horizon_lsn ? o->horizon_lsn : UINT64_MAX;
+        /* UINT64_MAX stands for "no horizon" below: a horizon given as the
+         * largest LSN (FFFFFFFF/FFFFFFFF) is the one under it, which every
+         * LSN a tombstone can carry lies below as well; it purged nothing. */
+        uint64_t h = !o->horizon_lsn ? UINT64_MAX : o->horizon_lsn == UINT64_MAX ? UINT64_MAX - 1 : o->horizon_lsn;
         int hold = o->hold_snapshots;
         if (o->older_than_ms > 0) {
             uint64_t ht;

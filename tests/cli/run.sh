@@ -106,6 +106,12 @@ run apply --db "$T/b1" --batch-size 1 --quiet "$EVENTS"
 check "apply --batch-size 1: accepted (got $rc)" test "$rc" = 0
 run gc --db "$T/b1" --horizon-lsn 0/A
 check "gc --horizon-lsn 0/A: accepted, LSN 10 ($(cat "$T/err"))" has "below LSN 10"
+# the largest LSN as the horizon purges every tombstone (the document's
+# events hold one), as any horizon above them does
+run apply --db "$T/b2" --quiet "$EVENTS"
+run gc --db "$T/b2" --horizon-lsn FFFFFFFF/FFFFFFFF
+check "gc --horizon-lsn FFFFFFFF/FFFFFFFF: the tombstone removed (exit $rc: $(cat "$T/err"))" \
+    bash -c "[ $rc = 0 ] && grep -q '^cdcstore gc: 1 tombstone removed' '$T/err'"
 for v in 7x 0d abc 12 -1h 1.5h; do
     bad_number --older-than "$v" gc --db "$T/b1" --older-than "$v"
 done
