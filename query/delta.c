@@ -775,6 +775,30 @@ static int commit(const char *dir, int64_t version, const cdc__buf *text, cdc_er
 
 /* ---- Export ---- */
 
+static int casecmp_p(const void *a, const void *b)
+{
+    return strcasecmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Delta's column names are case-insensitive (deltalake refuses a schema
+ * with "Upper" and "upper": "Duplicate field name"), PostgreSQL's quoted
+ * names are not: such a table is refused before anything is written. */
+static int case_clash(const char *table, const char *const *names, size_t n, cdc_error_t *err)
+{
+    const char **s = cdc__malloc((n + 1) * sizeof *s);
+    memcpy(s, names, n * sizeof *s);
+    qsort(s, n, sizeof *s, casecmp_p);
+    int rc = 0;
+    for (size_t i = 1; i < n && !rc; i++)
+        if (!strcasecmp(s[i - 1], s[i]))
+            rc = cdc__err(err, CDC_EINVAL,
+                          "export of %s: columns \"%s\" and \"%s\" differ only in case, which a Delta table "
+                          "cannot hold (its column names are case-insensitive); nothing was written",
+                          table, s[i - 1], s[i]);
+    free(s);
+    return rc;
+}
+
 int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir, const cdc_export_options_t *opts,
                      cdc_delta_result_t *res, cdc_error_t *err)
 {
@@ -790,16 +814,7 @@ int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir, const 
     int rc = cdc_store_columns(st, table, &names, &n, err);
     if (!rc) rc = cdc_store_column_types(st, table, &types, &nt, err);
     if (rc) return rc;
-    /* Delta's column names are case-insensitive (deltalake refuses a
-     * schema with "Upper" and "upper": "Duplicate field name"), PostgreSQL's
-     * quoted names are not: refused before anything is written. */
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = i + 1; j < n; j++)
-            if (!strcasecmp(names[i], names[j]))
-                return cdc__err(err, CDC_EINVAL,
-                                "export of %s: columns \"%s\" and \"%s\" differ only in case, which a Delta "
-                                "table cannot hold (its column names are case-insensitive); nothing was written",
-                                table, names[i], names[j]);
+    if ((rc = case_clash(table, names, n, err))) return rc;
     if (mkdir(dir, 0755) && errno != EEXIST) return cdc__err(err, -errno, "%s: %s", dir, strerror(errno));
     /* The replica's point, read before any row: a change after it is
      * reported by the next refresh even when this one's reads saw it. */
