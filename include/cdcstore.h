@@ -187,6 +187,12 @@ typedef struct cdc_apply_options {
      * and -EINTR is returned.  The store must then be closed (and may be
      * reopened) before the next apply.  Keep it set once set.  May be NULL. */
     volatile int *interrupt;
+    /* Set to 1 while a batch's write runs, the one step an interrupt does
+     * not cut short (most of a second for a batch of 1,000,000 records), and
+     * to 0 after it.  A caller that ends the process on a signal may end it
+     * at once then, as a crash would: the write-ahead log holds the batch
+     * whole or not at all, and the next open finds which.  May be NULL. */
+    volatile int *writing;
 } cdc_apply_options_t;
 
 /* What one call did.  Counters are also accumulated in the replica (see

@@ -1180,7 +1180,9 @@ static int commit(apply_ctx *a)
     write_positions(a);
     cdc__changes_commit(st, a->wb, a->stamp);
     for (size_t i = 0; i < st->ntables; i++) cdc__table_flush(st, st->tables[i], a->wb);
+    if (a->opts->writing) *a->opts->writing = 1;
     rocksdb_write(st->db, a->opts->sync ? st->wo_sync : st->wo, a->wb, &e);
+    if (a->opts->writing) *a->opts->writing = 0;
     if (!e) return 0;
     st->broken = 1;
     int rc = cdc__err(a->err, CDC_EIO, "%s: write failed: %s", st->dir, e);
