@@ -5,9 +5,11 @@
 # decode and apply; the signal is sent at delays spread over that time
 # (reading and decoding, then applying).  Each run must end within 1 s of
 # the signal with status 128 + the signal (or 0 if it had finished), leave
-# the replica exactly as it was before the batch (a batch is atomic), and an
-# apply of the same input afterwards must give the reference export.  With
-# two batches, a signal during the second leaves exactly the first.
+# the replica as it was before the batch or with the whole batch (a batch is
+# atomic; a signal during its write ends the process at once, and the
+# write-ahead log holds the batch whole or not at all), and an apply of the
+# same input afterwards must give the reference export.  With two batches, a
+# signal during the second leaves the first, or both.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${CDCSTORE:-$ROOT/build/cdcstore}
