@@ -112,6 +112,7 @@ typedef struct ctx {
     size_t nkey;
     cdc__srckey *keys;
     size_t *keyidx;          /* position of key column j among the compared ones */
+    size_t *keycol;          /* result column of key column j's key text (collist) */
     char **keynames;
     cdc__buf rowhash, collist, orderby;
     uint64_t threshold;
@@ -407,24 +408,28 @@ static int describe_tables(ctx *x)
         cdc__buf_printf(&x->collist, " AS c%zu", i);
     }
     if (!x->ncmp) cdc__buf_puts(&x->collist, "NULL");
-    /* Then each key column's text as the replica's key holds it, read by
+    /* Each key column's text as the replica's key holds it, read by
      * source_key: the text a change event carried.  That is the compared
-     * column's text but for an unconstrained numeric, whose values are
-     * compared without trailing fraction zeros (trim_scale) while its key
-     * keeps them ("1.50"): trimmed, a key read back named no replica key,
-     * and one differing row came out as a missing and an extra one too. */
-    for (size_t k = 0; k < x->nkey; k++) {
-        const cdc__srccol *sc = &x->scols[x->keyidx[k]];
-        cdc__buf_puts(&x->collist, ", ");
-        if (x->keys[k].expr) {
-            cdc__buf_printf(&x->collist, "(%s)::text", x->keys[k].expr);
+     * column's text (its output above) but for two kinds, selected apart:
+     * an unconstrained numeric, whose values are compared without trailing
+     * fraction zeros (trim_scale) while its key keeps them ("1.50": trimmed,
+     * a key read back named no replica key, and one differing row came out
+     * as a missing and an extra one too), and a date or timestamp, whose
+     * key is a number (key_expr). */
+    x->keycol = cdc__calloc(x->nkey, sizeof *x->keycol);
+    for (size_t k = 0, extra = x->ncmp; k < x->nkey; k++) {
+        x->keycol[k] = x->keyidx[k];
+        if (x->keys[k].expr && x->keys[k].kind == CDC__KP_INT) {
+            cdc__buf_printf(&x->collist, ", (%s)::text", x->keys[k].expr);
         } else if (x->trim[x->keyidx[k]]) {
-            cdc__sql_ident(&x->collist, sc->name);
+            cdc__buf_puts(&x->collist, ", ");
+            cdc__sql_ident(&x->collist, x->scols[x->keyidx[k]].name);
             cdc__buf_puts(&x->collist, "::text");
         } else {
-            cdc__sql_coltext(&x->collist, sc);
+            continue;
         }
         cdc__buf_printf(&x->collist, " AS k%zu", k);
+        x->keycol[k] = extra++;
     }
     for (size_t k = 0; k < x->nkey; k++) {
         if (k) cdc__buf_puts(&x->orderby, ", ");
@@ -566,7 +571,7 @@ static int source_key(const ctx *x, PGresult *r, int i, cdc__buf *out)
 {
     cdc__buf_reset(out);
     for (size_t k = 0; k < x->nkey; k++) {
-        int col = (int)(x->ncmp + k); /* the key columns follow the compared ones (collist) */
+        int col = (int)x->keycol[k];
         if (PQgetisnull(r, i, col)) return -1;
         const char *v = PQgetvalue(r, i, col);
         if (x->keys[k].kind == CDC__KP_INT) cdc__key_add_int(out, strtoll(v, NULL, 10));
@@ -1254,6 +1259,7 @@ done:
     free(x.keynames);
     free(x.keys);
     free(x.keyidx);
+    free(x.keycol);
     cdc__buf_free(&x.tsql);
     cdc__buf_free(&x.rowhash);
     cdc__buf_free(&x.collist);

@@ -255,48 +255,6 @@ Test(handover, survives_reopen_between_snapshot_and_stream)
     free(dir);
 }
 
-/* A small table on a topic of two partitions: the snapshot at C = 500 has
- * its reads on partition 0 only.  On partition 1, order 3 inserted by a
- * transaction open during the snapshot (LSN 450), the second the stream
- * delivers after it (the first committed at 510: commit position 510),
- * must survive the completed snapshot's floor; order 4, changed through an
- * older slot (LSN 300, commit position 290) and absent from the snapshot,
- * must not. */
-static char *env_seq_t(const char *op, const char *row, unsigned long long lsn, unsigned long long commit)
-{
-    return fmt("{\"before\":null,\"after\":%s,\"source\":{\"ts_ms\":1700000000000,\"snapshot\":\"false\","
-               "\"schema\":\"public\",\"table\":\"orders\",\"lsn\":%llu,\"sequence\":\"[\\\"%llu\\\",\\\"%llu\\\"]\"},"
-               "\"op\":\"%s\",\"ts_ms\":1700000000001}",
-               row, lsn, commit, lsn, op);
-}
-
-Test(handover, in_flight_change_on_a_partition_without_snapshot_reads)
-{
-    for (size_t bs = 1; bs <= 4; bs++) {
-        char *dir = tu_tmpdir();
-        cdc_store_t *st = tu_open(dir);
-        recs rs = {0};
-        recs_add(&rs, T, 1, 0, strdup("{\"order_id\":4}"),
-                 env_seq_t("c", "{\"order_id\":4,\"status\":\"old\"}", 300, 290));
-        recs_add(&rs, T, 0, 0, strdup("{\"order_id\":1}"),
-                 env_t("public.orders", "r", NULL, "{\"order_id\":1,\"status\":\"new\"}", 500, "first"));
-        recs_add(&rs, T, 0, 1, strdup("{\"order_id\":2}"),
-                 env_t("public.orders", "r", NULL, "{\"order_id\":2,\"status\":\"new\"}", 500, "last"));
-        recs_add(&rs, T, 1, 1, strdup("{\"order_id\":3}"),
-                 env_seq_t("c", "{\"order_id\":3,\"status\":\"in flight\"}", 450, 510));
-        for (size_t i = 0; i < rs.n; i += bs) tu_apply(st, rs.r + i, rs.n - i < bs ? rs.n - i : bs);
-        char *v = tu_export(st, "public.orders", 0);
-        cr_assert_str_eq(v, "order_id,status\n1,new\n2,new\n3,in flight\n", "batch size %zu", bs);
-        cdc_apply_result_t r = tu_apply(st, rs.r, rs.n); /* a replay changes nothing */
-        cr_assert_eq(r.applied, 0);
-        free(v);
-        recs_free(&rs);
-        cdc_store_close(st);
-        tu_rmrf(dir);
-        free(dir);
-    }
-}
-
 /* ---- Incremental snapshots ---- */
 
 /* An envelope with source.sequence = [commit, lsn]: commit 0 writes null;
@@ -313,6 +271,40 @@ static char *env_seq(const char *op, const char *row, unsigned long long lsn, co
                "\"schema\":\"public\",\"table\":\"orders\",\"lsn\":%s,\"sequence\":\"[%s,\\\"%llu\\\"]\"},"
                "\"op\":\"%s\",\"ts_ms\":1700000000001}",
                del ? row : "null", del ? "null" : row, snapshot, l, c, lsn, op);
+}
+
+/* A small table on a topic of two partitions: the snapshot at C = 500 has
+ * its reads on partition 0 only.  On partition 1, order 3 inserted by a
+ * transaction open during the snapshot (LSN 450), the second the stream
+ * delivers after it (the first committed at 510: commit position 510),
+ * must survive the completed snapshot's floor; order 4, changed through an
+ * older slot (LSN 300, commit position 290) and absent from the snapshot,
+ * must not. */
+Test(handover, in_flight_change_on_a_partition_without_snapshot_reads)
+{
+    for (size_t bs = 1; bs <= 4; bs++) {
+        char *dir = tu_tmpdir();
+        cdc_store_t *st = tu_open(dir);
+        recs rs = {0};
+        recs_add(&rs, T, 1, 0, strdup("{\"order_id\":4}"),
+                 env_seq("c", "{\"order_id\":4,\"status\":\"old\"}", 300, "false", 290));
+        recs_add(&rs, T, 0, 0, strdup("{\"order_id\":1}"),
+                 env_t("public.orders", "r", NULL, "{\"order_id\":1,\"status\":\"new\"}", 500, "first"));
+        recs_add(&rs, T, 0, 1, strdup("{\"order_id\":2}"),
+                 env_t("public.orders", "r", NULL, "{\"order_id\":2,\"status\":\"new\"}", 500, "last"));
+        recs_add(&rs, T, 1, 1, strdup("{\"order_id\":3}"),
+                 env_seq("c", "{\"order_id\":3,\"status\":\"in flight\"}", 450, "false", 510));
+        for (size_t i = 0; i < rs.n; i += bs) tu_apply(st, rs.r + i, rs.n - i < bs ? rs.n - i : bs);
+        char *v = tu_export(st, "public.orders", 0);
+        cr_assert_str_eq(v, "order_id,status\n1,new\n2,new\n3,in flight\n", "batch size %zu", bs);
+        cdc_apply_result_t r = tu_apply(st, rs.r, rs.n); /* a replay changes nothing */
+        cr_assert_eq(r.applied, 0);
+        free(v);
+        recs_free(&rs);
+        cdc_store_close(st);
+        tu_rmrf(dir);
+        free(dir);
+    }
 }
 
 #define ROW1(s) "{\"order_id\":1,\"status\":\"" s "\"}"
