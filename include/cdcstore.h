@@ -143,7 +143,9 @@ CDC_API int cdc_store_set_decimal_scale(cdc_store_t *st, const char *table, cons
  * schema, as bare numbers that Debezium derived from a time type: type is
  * "timestamp" (microseconds since 1970: TIMESTAMP(4-6), Debezium's
  * MicroTimestamp), "timestamp-ms" (TIMESTAMP(0-3)), "date" (days since 1970),
- * "time" (microseconds of the day), or "numeric:S" (as
+ * "time" (microseconds of the day), "time-ms" (milliseconds of the day:
+ * TIME(0-3)), "interval" (microseconds, Debezium's MicroDuration),
+ * "bytea" (base64), or "numeric:S" (as
  * cdc_store_set_decimal_scale).  The decoder then stores PostgreSQL's text
  * ('2026-01-01 00:00:02').  Persisted in the replica.
  * Errors: CDC_EINVAL for an unknown type. */

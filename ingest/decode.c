@@ -1433,6 +1433,33 @@ static int put_array(const dctx *c, const char *col, const cJSON *v, cdc__buf *o
     return 0;
 }
 
+/* PostgreSQL's point as Debezium sends it (io.debezium.data.geometry.Point):
+ * a struct {x, y, wkb, srid}.  Stored as the point's own text, "(x,y)" with
+ * float8's output, which COPY reads back; the struct's JSON is not a point
+ * to PostgreSQL.  Recognised by its members with or without a schema: no
+ * other Debezium value is an object with exactly these. */
+static int put_point(const cJSON *v, cdc__buf *out)
+{
+    const cJSON *x = NULL, *y = NULL, *wkb = NULL, *e;
+    int n = 0;
+    cJSON_ArrayForEach(e, v)
+    {
+        n++;
+        if (!e->string) return 0;
+        if (!strcmp(e->string, "x")) x = e;
+        else if (!strcmp(e->string, "y")) y = e;
+        else if (!strcmp(e->string, "wkb")) wkb = e;
+        else if (strcmp(e->string, "srid")) return 0;
+    }
+    if (!cJSON_IsNumber(x) || !cJSON_IsNumber(y) || !wkb || n > 4 || (n == 4 && !member(v, "srid"))) return 0;
+    cdc__buf_putc(out, '(');
+    put_double(out, x->valuedouble);
+    cdc__buf_putc(out, ',');
+    put_double(out, y->valuedouble);
+    cdc__buf_putc(out, ')');
+    return 1;
+}
+
 static int put_untyped(const dctx *c, const char *col, const cJSON *v, cdc__buf *out)
 {
     char sn[80];
@@ -1461,12 +1488,16 @@ static int put_untyped(const dctx *c, const char *col, const cJSON *v, cdc__buf 
         /* A time type declared for the column (no schema names it). */
         int code = c->scale && c->table ? c->scale(c->scale_opaque, c->table, col) : CDC__COL_NONE;
         if (code <= CDC__COL_MICROTIMESTAMP) {
-            static const char *names[] = {"io.debezium.time.MicroTimestamp", "io.debezium.time.Timestamp",
-                                          "io.debezium.time.Date", "io.debezium.time.MicroTime"};
-            int idx = CDC__COL_MICROTIMESTAMP - code;
-            if (idx < 0 || idx > 3) return fail(c, col, "unknown declared column type %d", code);
+            const char *name = code == CDC__COL_MICROTIMESTAMP ? "io.debezium.time.MicroTimestamp"
+                               : code == CDC__COL_TIMESTAMP_MS ? "io.debezium.time.Timestamp"
+                               : code == CDC__COL_DATE         ? "io.debezium.time.Date"
+                               : code == CDC__COL_MICROTIME    ? "io.debezium.time.MicroTime"
+                               : code == CDC__COL_TIME_MS      ? "io.debezium.time.Time"
+                               : code == CDC__COL_INTERVAL     ? "io.debezium.time.MicroDuration"
+                                                               : NULL;
+            if (!name) return fail(c, col, "unknown declared column type %d", code);
             cJSON *fs = cJSON_CreateObject();
-            cJSON_AddStringToObject(fs, "name", names[idx]);
+            cJSON_AddStringToObject(fs, "name", name);
             int rc = put_typed(c, col, v, fs, out);
             doc_release(fs);
             return rc;
@@ -1482,6 +1513,7 @@ static int put_untyped(const dctx *c, const char *col, const cJSON *v, cdc__buf 
     if (is_varscale(v)) return put_varscale(c, col, v, out);
     if (cJSON_IsArray(v)) return put_array(c, col, v, out);
     if (cJSON_IsObject(v)) {
+        if (put_point(v, out)) return 0;
         char *s = cJSON_PrintUnformatted(v);
         cdc__buf_puts(out, s);
         cJSON_free(s);
@@ -1493,6 +1525,53 @@ static int put_untyped(const dctx *c, const char *col, const cJSON *v, cdc__buf 
 static int name_is(const char *name, const char *a, const char *b)
 {
     return name && (strcmp(name, a) == 0 || (b && strcmp(name, b) == 0));
+}
+
+/* PostgreSQL's date 'infinity' and '-infinity' as Debezium sends them
+ * (io.debezium.time.Date, days since 1970): 1, -1, or 0 for a real date.
+ * Debezium has two encodings of each, both out of PostgreSQL's range of
+ * dates (4713 BC to 5874897 AD, days -2440588 to 2145031948), so none is
+ * a date that could be meant.  Measured with PostgreSQL 15 and Debezium
+ * 3.6.1 (tests/stack), schemas on and off alike:
+ *  - the snapshot (JDBC) reads the driver's sentinel milliseconds
+ *    (PGStatement.DATE_POSITIVE_INFINITY, 9223372036825200000) into days
+ *    and wraps them to 32 bits: infinity -622191234, -infinity -625821272;
+ *    the JVM's time zone can move a day, so the days either side count too;
+ *  - the stream (pgoutput) adds the 10,957 days from 1970 to 2000 to
+ *    PostgreSQL's own DATEVAL_NOEND / DATEVAL_NOBEGIN (INT32_MAX /
+ *    INT32_MIN), wrapping: infinity -2147472692, -infinity -2147472691.
+ * Stored as they came, a date 'infinity' read as 1701533-04-05 BC, which
+ * COPY refuses, and a date key of 'infinity' written by the snapshot and
+ * then updated named two rows. */
+static int date_infinity(int64_t days)
+{
+    if (days == -2147472692LL || (days >= -622191235LL && days <= -622191233LL)) return 1;
+    if (days == -2147472691LL || (days >= -625821273LL && days <= -625821271LL)) return -1;
+    return 0;
+}
+
+/* An interval as Debezium sends it by default (interval.handling.mode=numeric,
+ * io.debezium.time.MicroDuration): microseconds, with a month counted as
+ * 30.4375 days and a day as 24 hours, so the source's months and days are
+ * no longer there to tell apart.  Stored as PostgreSQL prints an interval of
+ * that many microseconds and nothing else, "[-]HH:MM:SS[.ffffff]" (hours
+ * past 99 as they are): COPY reads it back to the same microseconds, and
+ * its epoch equals the source's (extract(epoch) counts a month as 30.4375
+ * days too); the bare number was read by COPY as seconds, or refused. */
+static void put_interval(cdc__buf *out, int64_t us)
+{
+    uint64_t a = us < 0 ? (uint64_t)0 - (uint64_t)us : (uint64_t)us;
+    uint64_t h = a / 3600000000ULL, r = a % 3600000000ULL;
+    cdc__buf_printf(out, "%s%02llu:%02u:%02u", us < 0 ? "-" : "", (unsigned long long)h,
+                    (unsigned)(r / 60000000), (unsigned)(r / 1000000 % 60));
+    unsigned f = (unsigned)(r % 1000000);
+    if (f) {
+        char fr[8];
+        snprintf(fr, sizeof fr, ".%06u", f);
+        size_t n = strlen(fr);
+        while (fr[n - 1] == '0') n--;
+        cdc__buf_put(out, fr, n);
+    }
 }
 
 /* The integer of a logical time type, checked. */
@@ -1545,6 +1624,10 @@ static int put_typed(const dctx *c, const char *col, const cJSON *v, const cJSON
     }
     if (name_is(name, "io.debezium.time.Date", "org.apache.kafka.connect.data.Date")) {
         if (time_int(c, col, v, "Date (days)", &n)) return CDC_EDECODE;
+        if (date_infinity(n)) {
+            cdc__buf_puts(out, date_infinity(n) > 0 ? "infinity" : "-infinity");
+            return 0;
+        }
         if (n < -(1LL << 40) || n > (1LL << 40)) /* PostgreSQL's dates end at about 2^31 days */
             return fail(c, col, "wrong type: Date %lld out of range", (long long)n);
         if (put_date(out, n)) cdc__buf_puts(out, " BC");
@@ -1567,6 +1650,11 @@ static int put_typed(const dctx *c, const char *col, const cJSON *v, const cJSON
         if (n < 0 || n > 86400000000LL)
             return fail(c, col, "wrong type: MicroTime %lld out of range", (long long)n);
         put_time(out, n);
+        return 0;
+    }
+    if (name_is(name, "io.debezium.time.MicroDuration", NULL)) {
+        if (time_int(c, col, v, "MicroDuration", &n)) return CDC_EDECODE;
+        put_interval(out, n);
         return 0;
     }
     if (name_is(name, "io.debezium.time.Time", "org.apache.kafka.connect.data.Time")) {
@@ -1864,9 +1952,37 @@ static int same_json(const dctx *c, const cJSON *a, const cJSON *b)
     return 0;
 }
 
+/* A key column holding date 'infinity' or '-infinity' (date_infinity), as
+ * the one value each is keyed by whichever encoding Debezium sent:
+ * PostgreSQL's own, INT32_MAX and INT32_MIN days, which sort after and
+ * before every date.  The column is a date when the key's schema says so
+ * (kfields: the key schema's fields, schemas.enable=true) or when it is
+ * declared one (--column-type T.C=date).  1 with *out filled, else 0. */
+static int key_date_infinity(const dctx *c, const cJSON *kfields, const cJSON *k, cJSON *out)
+{
+    if (!cJSON_IsNumber(k) || !num_exact_int(k) || !date_infinity((int64_t)k->valuedouble)) return 0;
+    int date = 0;
+    const cJSON *f;
+    cJSON_ArrayForEach(f, kfields)
+    {
+        const cJSON *fn = member(f, "field"), *tn = member(f, "name");
+        if (cJSON_IsString(fn) && !strcmp(fn->valuestring, k->string) && cJSON_IsString(tn))
+            date = name_is(tn->valuestring, "io.debezium.time.Date", "org.apache.kafka.connect.data.Date");
+    }
+    if (!date && c->scale && c->table) date = c->scale(c->scale_opaque, c->table, k->string) == CDC__COL_DATE;
+    if (!date) return 0;
+    memset(out, 0, sizeof *out);
+    out->type = cJSON_Number;
+    out->valuedouble = date_infinity((int64_t)k->valuedouble) > 0 ? 2147483647.0 : -2147483648.0;
+    out->string = k->string;
+    return 1;
+}
+
 /* Fills ev->key and ev->keycols from the Kafka key object kobj, or, without
- * one, from the first column of row; checks the row against the key. */
-static int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj, const cJSON *row, int row_complete)
+ * one, from the first column of row; checks the row against the key.
+ * kfields: the key schema's fields, or NULL. */
+static int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj, const cJSON *kfields, const cJSON *row,
+                      int row_complete)
 {
     char sn[80];
     const char *why = NULL;
@@ -1880,7 +1996,8 @@ static int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj, const cJSON *r
         cdc__buf_put_varint(&ev->keycols, (uint64_t)n);
         cJSON_ArrayForEach(k, kobj)
         {
-            if (key_element(c, &ev->key, k, 1, &why))
+            cJSON canon;
+            if (key_element(c, &ev->key, key_date_infinity(c, kfields, k, &canon) ? &canon : k, 1, &why))
                 return fail(c, k->string, "%s: %s", why, snippet(k, sn, sizeof sn));
             cdc__buf_put_varint(&ev->keycols, strlen(k->string));
             cdc__buf_puts(&ev->keycols, k->string);
@@ -2244,7 +2361,8 @@ static int decode(dctx *c, cJSON *root, cdc__event *ev)
     const cJSON *kobj, *fields;
     int rc = parse_kafka_key(c, &kroot, &kobj);
     c->nd->kroot = kroot;
-    if (!rc) rc = decode_key(c, ev, kobj, row, opl != 'd');
+    const cJSON *kfields = is_wrapped(kroot) ? member(member(kroot, "schema"), "fields") : NULL;
+    if (!rc) rc = decode_key(c, ev, kobj, kfields, row, opl != 'd');
     if (!rc) rc = row_fields(c, schema, which, &fields);
     if (!rc) rc = decode_row(c, ev, row, fields);
     if (!rc && fields && opl != 'd') rc = schema_columns(c, ev, fields);

@@ -55,6 +55,8 @@
  *   int32/...Date        INT32 DATE ("YYYY-MM-DD[ BC]")
  *   int64/...MicroTimestamp, int64/...Timestamp  INT64 TIMESTAMP(local, MICROS)
  *   int64/...MicroTime, int32/...Time            INT64 TIME(local, MICROS)
+ *   int64/...MicroDuration INT64 INTEGER(64) (the interval's text "H:MM:SS.f" as
+ *                        its microseconds, months at 30.4375 days as Debezium)
  *   bytes                BYTE_ARRAY (PostgreSQL's hex bytea "\x..." decoded)
  *   other intN/floatN/boolean with a logical name: as the plain type;
  *   anything else (struct, array, map, bytes/<name>, unknown, NULL): STRING.
@@ -123,6 +125,7 @@ typedef struct pq_cut {
 typedef struct pq_col {
     char *name;
     int conv, ptype, width, scale, precision;
+    int interval;      /* C_INT64 of an interval's text (MicroDuration): its microseconds */
     cdc__buf vals;     /* PLAIN values of the row group (booleans: a byte each) */
     cdc__buf defs;     /* a definition level (0 NULL, 1 value) per row */
     size_t nvals;      /* non-NULL values buffered */
@@ -346,6 +349,10 @@ static void col_type(pq_col *c, const char *t)
         c->conv = C_TIME, c->ptype = T_INT64;
         return;
     }
+    /* An interval (MicroDuration) is stored as its text "[-]H:MM:SS[.f]"
+     * (ingest/decode.c, put_interval), its months folded into 30.4375 days by
+     * Debezium: written as its microseconds, as Debezium sends it. */
+    if (BASE("int64") && !strcmp(name, "io.debezium.time.MicroDuration")) c->interval = 1;
     if (BASE("int8")) c->conv = C_INT8, c->ptype = T_INT32;
     else if (BASE("int16")) c->conv = C_INT16, c->ptype = T_INT32;
     else if (BASE("int32")) c->conv = C_INT32, c->ptype = T_INT32;
@@ -589,6 +596,36 @@ static int parse_hms(const char *s, size_t n, size_t *i, int max_hour, int64_t *
     return h == 24 && *us != 86400000000LL ? -1 : 0; /* 24:00:00 and nothing after it */
 }
 
+/* An interval without months or days, as PostgreSQL prints it
+ * ("-10303:05:06.789", "00:00:00.000001"), or a bare count of microseconds
+ * (a replica written before intervals were stored as text), into *us. */
+static int parse_interval(const char *s, size_t n, int64_t *us)
+{
+    if (!memchr(s, ':', n)) return parse_int(s, n, INT64_MIN, INT64_MAX, us);
+    size_t i = 0;
+    int neg = n && s[0] == '-';
+    i += neg;
+    uint64_t h = 0;
+    size_t h0 = i;
+    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+        if (h > (uint64_t)INT64_MAX / 36000000000ULL) return -1;
+        h = h * 10 + (uint64_t)(s[i] - '0');
+    }
+    if (i - h0 < 2 || i >= n || s[i++] != ':') return -1;
+    int64_t rest;
+    /* minutes, seconds and the fraction, as a time of day's */
+    char t[32];
+    if (n - i + 3 > sizeof t) return -1;
+    memcpy(t, "00:", 3);
+    memcpy(t + 3, s + i, n - i);
+    size_t j = 0;
+    if (parse_hms(t, n - i + 3, &j, 0, &rest) || j != n - i + 3) return -1;
+    uint64_t v = h * 3600000000ULL + (uint64_t)rest;
+    if (v > (uint64_t)INT64_MAX) return -1;
+    *us = neg ? -(int64_t)v : (int64_t)v;
+    return 0;
+}
+
 /* s[*i..n) is " BC" (the rest of the text).  Advances past it. */
 static int bc_suffix(const char *s, size_t n, size_t *i)
 {
@@ -793,7 +830,7 @@ static int parse_cell(cdc__pq *pq, const pq_col *c, const char *s, size_t n, pq_
     case C_INT8: return parse_int(s, n, INT8_MIN, INT8_MAX, &cell->i);
     case C_INT16: return parse_int(s, n, INT16_MIN, INT16_MAX, &cell->i);
     case C_INT32: return parse_int(s, n, INT32_MIN, INT32_MAX, &cell->i);
-    case C_INT64: return parse_int(s, n, INT64_MIN, INT64_MAX, &cell->i);
+    case C_INT64: return c->interval ? parse_interval(s, n, &cell->i) : parse_int(s, n, INT64_MIN, INT64_MAX, &cell->i);
     case C_FLOAT: return parse_real(s, n, 1, &cell->d);
     case C_DOUBLE: return parse_real(s, n, 0, &cell->d);
     case C_DECIMAL: return parse_decimal(s, n, c->scale, c->precision, &cell->x);

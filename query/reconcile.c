@@ -276,15 +276,32 @@ static char *key_expr(const cdc__srccol *c, const char *tn, int *kind)
     const char *p = c->type ? strchr(c->type, '(') : NULL;
     int prec = p ? atoi(p + 1) : 6;
     const char *unit = prec <= 3 ? "1000" : "1000000";
-    if (!strcmp(tn, "date")) {
-        cdc__buf_puts(&b, "(");
+    if (!strcmp(tn, "date")) { /* 'infinity': INT32_MAX days, as the decoder keys it (date_infinity) */
+        cdc__buf_puts(&b, "(CASE WHEN isfinite(");
         cdc__sql_ident(&b, c->name);
-        cdc__buf_puts(&b, " - DATE '1970-01-01')");
+        cdc__buf_puts(&b, ") THEN ");
+        cdc__sql_ident(&b, c->name);
+        cdc__buf_puts(&b, " - DATE '1970-01-01' WHEN ");
+        cdc__sql_ident(&b, c->name);
+        cdc__buf_puts(&b, " > DATE '1970-01-01' THEN 2147483647 ELSE -2147483648 END)");
         *kind = CDC__KP_INT;
     } else if (!strcmp(tn, "timestamp") || !strcmp(tn, "time")) {
-        cdc__buf_puts(&b, "(extract(epoch FROM ");
+        /* a timestamp 'infinity': the JDBC driver's sentinels, which Debezium
+         * sends as microseconds (or milliseconds) */
+        int ts = !strcmp(tn, "timestamp");
+        cdc__buf_puts(&b, "(CASE WHEN ");
+        if (ts) {
+            cdc__buf_puts(&b, "NOT isfinite(");
+            cdc__sql_ident(&b, c->name);
+            cdc__buf_puts(&b, ") THEN CASE WHEN ");
+            cdc__sql_ident(&b, c->name);
+            cdc__buf_printf(&b, " > TIMESTAMP 'epoch' THEN %s ELSE %s END WHEN ",
+                            prec <= 3 ? "9223372036825200" : "9223372036825200000",
+                            prec <= 3 ? "-9223372036832400" : "-9223372036832400000");
+        }
+        cdc__buf_puts(&b, "true THEN (extract(epoch FROM ");
         cdc__sql_ident(&b, c->name);
-        cdc__buf_printf(&b, ") * %s)::bigint", unit);
+        cdc__buf_printf(&b, ") * %s)::bigint END)", unit);
         *kind = CDC__KP_INT;
     } else if (!strcmp(tn, "timestamptz")) {
         cdc__sql_coltext(&b, c);

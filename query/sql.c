@@ -80,6 +80,25 @@ void cdc__sql_coltext(cdc__buf *b, const cdc__srccol *c)
         cdc__buf_puts(b, " IS NOT NULL THEN format('%s', ");
         cdc__sql_ident(b, c->name);
         cdc__buf_puts(b, ") END");
+    } else if (!strncmp(t, "interval", 8)) {
+        /* Debezium's MicroDuration as the replica stores it (ingest/decode.c,
+         * put_interval): the interval's microseconds with a month of 30.4375
+         * days, printed as an interval of that many seconds.  extract(epoch)
+         * counts the months left over from whole years as 30 days, so the
+         * parts are summed here. */
+        cdc__buf_puts(b, "make_interval(secs => ((extract(year FROM ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, ") * 12 + extract(month FROM ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, ")) * 2629800 + extract(day FROM ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, ") * 86400 + extract(hour FROM ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, ") * 3600 + extract(minute FROM ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, ") * 60 + extract(second FROM ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, ")))::text");
     } else if (!strcmp(t, "numeric")) {
         /* unconstrained: compared without trailing fraction zeros (see
          * cdc__numeric_trim) */

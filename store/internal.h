@@ -241,6 +241,8 @@ enum {
     CDC__COL_DATE = -4,           /* date as days since 1970 */
     CDC__COL_MICROTIME = -5,      /* time of day as microseconds */
     CDC__COL_BYTEA = -6,          /* bytea as base64 (binary.handling.mode=bytes) */
+    CDC__COL_TIME_MS = -7,        /* time of day as milliseconds (TIME(0-3)) */
+    CDC__COL_INTERVAL = -8,       /* interval as microseconds (MicroDuration) */
 };
 /* The type declared for table.column (cdc_store_set_column_type).  Reads
  * settings only, so sources may call it from several threads while no

@@ -1253,7 +1253,9 @@ int cdc_store_set_column_type(cdc_store_t *st, const char *table, const char *co
     static const struct { const char *name; int code; } types[] = {
         {"timestamp", CDC__COL_MICROTIMESTAMP}, {"timestamp-us", CDC__COL_MICROTIMESTAMP},
         {"timestamp-ms", CDC__COL_TIMESTAMP_MS}, {"date", CDC__COL_DATE},
-        {"time", CDC__COL_MICROTIME}, {"time-us", CDC__COL_MICROTIME}, {"bytea", CDC__COL_BYTEA},
+        {"time", CDC__COL_MICROTIME}, {"time-us", CDC__COL_MICROTIME}, {"time-ms", CDC__COL_TIME_MS},
+        {"interval", CDC__COL_INTERVAL},
+        {"bytea", CDC__COL_BYTEA},
     };
     if (!st || !table || !column || !type) return cdc__err(err, CDC_EINVAL, "cdc_store_set_column_type: bad arguments");
     if (!strncmp(type, "numeric:", 8) || !strncmp(type, "decimal:", 8)) {
@@ -1265,7 +1267,7 @@ int cdc_store_set_column_type(cdc_store_t *st, const char *table, const char *co
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (!strcmp(type, types[i].name)) return set_column_code(st, table, column, types[i].code, err);
     return cdc__err(err, CDC_EINVAL,
-                    "column %s.%s: unknown type %s (timestamp, timestamp-ms, date, time, bytea, numeric:SCALE)", table,
+                    "column %s.%s: unknown type %s (timestamp, timestamp-ms, date, time, time-ms, interval, bytea, numeric:SCALE)", table,
                     column, type);
 }
 
@@ -1434,6 +1436,8 @@ static char *declared_type(const cdc_store_t *st, const char *table, const char 
     case CDC__COL_TIMESTAMP_MS: return cdc__strdup("int64/io.debezium.time.Timestamp");
     case CDC__COL_DATE: return cdc__strdup("int32/io.debezium.time.Date");
     case CDC__COL_MICROTIME: return cdc__strdup("int64/io.debezium.time.MicroTime");
+    case CDC__COL_TIME_MS: return cdc__strdup("int32/io.debezium.time.Time");
+    case CDC__COL_INTERVAL: return cdc__strdup("int64/io.debezium.time.MicroDuration");
     case CDC__COL_BYTEA: return cdc__strdup("bytes");
     default: break;
     }

@@ -226,6 +226,8 @@ Test(parquet, bad_values_name_column_and_value)
         {"string/io.debezium.time.ZonedTimestamp", "2024-01-01T00:00:00"},
         {"int64/io.debezium.time.MicroTime", "24:00:01"}, {"int64/io.debezium.time.MicroTime", "12:60:00"},
         {"bytes", "\\x0"}, {"bytes", "\\xzz"}, {"bytes", "abc"},
+        {"int64/io.debezium.time.MicroDuration", "1 day"}, {"int64/io.debezium.time.MicroDuration", "10:61:00"},
+        {"int64/io.debezium.time.MicroDuration", "-"}, {"int64/io.debezium.time.MicroDuration", "9999999999999:00:00"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *names[] = {"ok", "col_x"}, *types[] = {"int32", bad[i].type};
@@ -266,6 +268,11 @@ Test(parquet, accepted_edges)
         {"float64", "123456789012345678", "1.2345678901234568e+17"},
         {"float32", "3.4028235e+38", "3.40282347e+38"},
         {"int32/io.debezium.time.Year", "2024", "2024"},
+        {"int64/io.debezium.time.MicroDuration", "10303:05:06.789", "37091106789000"},
+        {"int64/io.debezium.time.MicroDuration", "-00:00:00.000001", "-1"},
+        {"int64/io.debezium.time.MicroDuration", "-682:30:00.000001", "-2457000000001"},
+        {"int64/io.debezium.time.MicroDuration", "2562047788:00:54.775807", "9223372036854775807"},
+        {"int64/io.debezium.time.MicroDuration", "37091106789000", "37091106789000"},
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         const char *names[] = {"c"}, *types[] = {ok[i].type};
