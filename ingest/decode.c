@@ -1589,6 +1589,8 @@ static int time_int(const dctx *c, const char *col, const cJSON *v, const char *
     return 0;
 }
 
+static int put_typed_array(const dctx *c, const char *col, const cJSON *v, const cJSON *items, cdc__buf *out);
+
 /* A value whose field schema fs is known. */
 static int put_typed(const dctx *c, const char *col, const cJSON *v, const cJSON *fs, cdc__buf *out)
 {
@@ -1730,9 +1732,44 @@ static int put_typed(const dctx *c, const char *col, const cJSON *v, const cJSON
         if (!cJSON_IsArray(v))
             return fail(c, col, "wrong type: the schema says array, the value is %s %s", json_kind(v),
                         snippet(v, sn, sizeof sn));
+        const cJSON *items = member(fs, "items");
+        if (cJSON_IsString(member(items, "name"))) return put_typed_array(c, col, v, items, out);
         return put_untyped(c, col, v, out);
     }
     return put_untyped(c, col, v, out);
+}
+
+/* An array whose items' schema names a logical type (a date[] of
+ * io.debezium.time.Date day numbers, a numeric(p,s)[] of base64 Decimals,
+ * a timestamp[] of MicroTimestamps): each element as put_typed writes a
+ * value of that type, in PostgreSQL's array text.  Without the schema the
+ * elements were stored as Debezium's numbers and base64, which are not
+ * the source's values (and COPY refuses a day number as a date). */
+static int put_typed_array(const dctx *c, const char *col, const cJSON *v, const cJSON *items, cdc__buf *out)
+{
+    const cJSON *e;
+    cdc__buf item = {0};
+    int rc = 0;
+    cdc__buf_putc(out, '{');
+    cJSON_ArrayForEach(e, v)
+    {
+        if (e != v->child) cdc__buf_putc(out, ',');
+        if (cJSON_IsNull(e)) {
+            cdc__buf_puts(out, "NULL");
+            continue;
+        }
+        if (cJSON_IsArray(e)) {
+            if ((rc = put_typed_array(c, col, e, items, out))) break;
+            continue;
+        }
+        item.len = 0;
+        if ((rc = put_typed(c, col, e, items, &item))) break;
+        put_array_item(out, item.p ? item.p : "", item.len);
+    }
+    cdc__buf_free(&item);
+    if (rc) return rc;
+    cdc__buf_putc(out, '}');
+    return 0;
 }
 
 /* The field schema named col in fields (a schema "fields" array), trying

@@ -629,6 +629,34 @@ Test(decode, interval_as_postgresql_text)
     }
 }
 
+/* Arrays whose items' schema names a logical type: each element as a value
+ * of that type (a date[] of day numbers, a numeric(10,2)[] of base64
+ * Decimals, a timestamp[] of MicroTimestamps); arrays of plain items as
+ * before. */
+Test(decode, typed_array_elements)
+{
+    const char *v =
+        "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"field\":\"after\",\"fields\":["
+        "{\"type\":\"int32\",\"field\":\"id\"},"
+        "{\"type\":\"array\",\"items\":{\"type\":\"int32\",\"optional\":true,\"name\":\"io.debezium.time.Date\"},"
+        "\"field\":\"ds\"},"
+        "{\"type\":\"array\",\"items\":{\"type\":\"bytes\",\"optional\":true,"
+        "\"name\":\"org.apache.kafka.connect.data.Decimal\",\"parameters\":{\"scale\":\"2\"}},\"field\":\"ns\"},"
+        "{\"type\":\"array\",\"items\":{\"type\":\"int64\",\"optional\":true,"
+        "\"name\":\"io.debezium.time.MicroTimestamp\"},\"field\":\"ts\"},"
+        "{\"type\":\"array\",\"items\":{\"type\":\"int32\",\"optional\":true},\"field\":\"is\"}"
+        "]}]},\"payload\":{\"op\":\"c\",\"source\":{\"lsn\":1},\"after\":{\"id\":1,"
+        "\"ds\":[18262,-622191234,null,-719162],\"ns\":[\"AJY=\",null,\"/2o=\"],"
+        "\"ts\":[1577836800000000,-62135596800000000],\"is\":[1,null,-2]}}}";
+    cdc__event ev = {0};
+    expect_ok("{\"id\":1}", v, &ev);
+    cr_expect_str_eq(col(&ev, "ds"), "{2020-01-01,infinity,NULL,0001-01-01}");
+    cr_expect_str_eq(col(&ev, "ns"), "{1.50,NULL,-1.50}");
+    cr_expect_str_eq(col(&ev, "ts"), "{\"2020-01-01 00:00:00\",\"0001-01-01 00:00:00\"}");
+    cr_expect_str_eq(col(&ev, "is"), "{1,NULL,-2}");
+    cdc__event_free(&ev);
+}
+
 /* TIME(0-3) without a schema: its milliseconds, declared time-ms. */
 Test(decode, declared_time_in_milliseconds)
 {
