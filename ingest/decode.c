@@ -2015,6 +2015,53 @@ static int key_date_infinity(const dctx *c, const cJSON *kfields, const cJSON *k
     return 1;
 }
 
+/* A NUMERIC key column in Debezium's default decimal.handling.mode=precise:
+ * base64 of the unscaled integer, its scale in the key's schema (a Decimal
+ * field, schemas.enable=true) or declared (--decimal T.C=S).  Keyed by the
+ * decimal's text, the text the row's column gets ("12.30"), so that the
+ * key reads as the source's value (get, reconcile's key ranges, the export's
+ * key order follow it); keyed by the base64 text, a table with such a key
+ * reconciled with ranges as every row missing and extra.  1 with *out
+ * filled, 0 when the column is not such a key, -1 (*why set) when its value
+ * does not decode. */
+static int key_decimal(const dctx *c, const cJSON *kfields, const cJSON *k, cdc__buf *out, const char **why)
+{
+    if (!cJSON_IsString(k)) return 0;
+    long scale = -1;
+    const cJSON *f;
+    cJSON_ArrayForEach(f, kfields)
+    {
+        const cJSON *fn = member(f, "field"), *tn = member(f, "name");
+        if (!cJSON_IsString(fn) || strcmp(fn->valuestring, k->string)) continue;
+        if (!cJSON_IsString(tn) || strcmp(tn->valuestring, "org.apache.kafka.connect.data.Decimal")) return 0;
+        const cJSON *sc = member(member(f, "parameters"), "scale");
+        char *endp = NULL;
+        if (cJSON_IsString(sc)) scale = strtol(sc->valuestring, &endp, 10);
+        else if (num_exact_int(sc)) scale = (long)sc->valuedouble;
+        if (scale < 0 || (endp && (*endp || endp == sc->valuestring)) || scale > MAX_DECIMAL_SCALE) {
+            *why = "the key's schema declares a Decimal without a valid scale";
+            return -1;
+        }
+        break;
+    }
+    if (scale < 0 && c->scale && c->table) {
+        int d = c->scale(c->scale_opaque, c->table, k->string);
+        if (d >= 0) scale = d;
+    }
+    if (scale < 0) return 0;
+    int rc = b64_decimal(k->valuestring, scale, out);
+    if (rc == -1) {
+        *why = "the key column is NUMERIC with a scale, so its value must be Debezium's base64 decimal (was the "
+               "connector run with decimal.handling.mode=string? then declare no scale)";
+        return -1;
+    }
+    if (rc) {
+        *why = "a decimal key of 1 to 65536 bytes was expected";
+        return -1;
+    }
+    return 1;
+}
+
 /* Fills ev->key and ev->keycols from the Kafka key object kobj, or, without
  * one, from the first column of row; checks the row against the key.
  * kfields: the key schema's fields, or NULL. */
@@ -2031,14 +2078,23 @@ static int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj, const cJSON *k
         const char *dup = n > 1 ? duplicate_column(kobj, n) : NULL;
         if (dup) return fail(c, dup, "the Kafka key names the column twice");
         cdc__buf_put_varint(&ev->keycols, (uint64_t)n);
+        cdc__buf dec = {0};
         cJSON_ArrayForEach(k, kobj)
         {
             cJSON canon;
-            if (key_element(c, &ev->key, key_date_infinity(c, kfields, k, &canon) ? &canon : k, 1, &why))
+            dec.len = 0;
+            int d = key_decimal(c, kfields, k, &dec, &why);
+            if (d > 0) {
+                cdc__key_add_text(&ev->key, dec.p, dec.len);
+            } else if (d < 0 ||
+                       key_element(c, &ev->key, key_date_infinity(c, kfields, k, &canon) ? &canon : k, 1, &why)) {
+                cdc__buf_free(&dec);
                 return fail(c, k->string, "%s: %s", why, snippet(k, sn, sizeof sn));
+            }
             cdc__buf_put_varint(&ev->keycols, strlen(k->string));
             cdc__buf_puts(&ev->keycols, k->string);
         }
+        cdc__buf_free(&dec);
         if (!cJSON_IsObject(row)) return 0;
         cJSON_ArrayForEach(k, kobj)
         {

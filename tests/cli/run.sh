@@ -333,6 +333,34 @@ PY
     run reconcile --db "$T/nku" --table public.nku --source "$SRC" --recheck-wait 10
     check "reconcile, numeric key with trailing zeros: the one changed row only (exit $rc: $(cut -f1,2 "$T/out" | tr '\n' ' '))" \
         test "$rc" = 1 -a "$(cut -f1,2 "$T/out")" = $'different\t{"n":"10"}'
+    # A numeric(12,2) key in Debezium's default precise mode (base64 of the
+    # unscaled integer, its scale declared with --decimal): keyed by its
+    # text, so reconcile with key ranges pairs every row and finds the one
+    # changed row only (keyed by the base64, every row was missing and extra).
+    psql -q -v ON_ERROR_STOP=1 <<'SQL'
+CREATE TABLE kdec (k numeric(12,2) PRIMARY KEY, v text);
+INSERT INTO kdec SELECT (i * 7919 % 200001 - 100000) / 100.0, 'v' || i FROM generate_series(1, 60) i;
+INSERT INTO kdec VALUES (-9999999999.99, 'min'), (9999999999.99, 'max'), (0, 'zero');
+SQL
+    psql -qAt -F $'\t' -c "SELECT (k * 100)::bigint, v FROM kdec" >"$T/kdec.tsv"
+    python3 - "$T/kdec.tsv" "$T/kdec.jsonl" <<'PY'
+import base64, json, sys
+out = open(sys.argv[2], "w")
+for n, line in enumerate(open(sys.argv[1])):
+    u, v = line.rstrip("\n").split("\t")
+    u = int(u)
+    k = base64.b64encode(u.to_bytes((u.bit_length() + 8) // 8, "big", signed=True)).decode()
+    env = {"op": "r", "after": {"k": k, "v": v}, "source": {"lsn": 100, "schema": "public", "table": "kdec"}}
+    out.write(json.dumps({"topic": "shop.public.kdec", "partition": 0, "offset": n, "key": json.dumps({"k": k}),
+                          "payload": json.dumps(env)}) + "\n")
+PY
+    run apply --db "$T/kdec" --quiet --decimal public.kdec.k=2 "$T/kdec.jsonl"
+    psql -q -c "UPDATE kdec SET v = 'changed' WHERE k = 0"
+    run reconcile --db "$T/kdec" --table public.kdec --source "$SRC" --recheck-wait 10 --ranges 5
+    check "reconcile, numeric(12,2) key in precise mode, 5 ranges: the one changed row only (exit $rc: $(cut -f1,2 "$T/out" | head -5 | tr '\n' ' '))" \
+        test "$rc" = 1 -a "$(cut -f1,2 "$T/out")" = $'different\t{"k":"0.00"}'
+    run get --db "$T/kdec" --table public.kdec '["-9999999999.99"]'
+    check "get: a numeric key by its text (exit $rc: $(head -c 200 "$T/out"))" test "$rc" = 0
     # Temporal key columns, keyed as Debezium's keys carry them (adaptive
     # time precision): a date as its days, a timestamp as microseconds (or
     # milliseconds at precision 3), a timestamptz as its ZonedTimestamp text
