@@ -345,8 +345,8 @@ static void doc_release(cJSON *j)
  *    that the exact digits of a bigint or decimal need no second pass;
  *  - copies a string without escapes with one memcpy.
  * It accepts what RFC 8259 accepts (cJSON also took a leading zero, a
- * trailing '.' and a NUL escape, which Debezium never writes), with cJSON's
- * nesting limit; \u0000 is refused: PostgreSQL text cannot hold NUL, and
+ * trailing '.' and a bad \u escape, which Debezium never writes), with
+ * cJSON's nesting limit and its whitespace (any byte up to a space); \u0000 is refused: PostgreSQL text cannot hold NUL, and
  * cJSON's reading of it cut the string there silently.  Documents outside a
  * record (Kafka Connect's answers) are parsed by cJSON. */
 
@@ -367,7 +367,7 @@ static cJSON *fj_node(int type)
 
 static void fj_ws(fjp *s)
 {
-    while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t')) s->p++;
+    while (s->p < s->end && (unsigned char)*s->p <= ' ') s->p++; /* as cJSON: any control byte */
 }
 
 static int fj_hex4(const char *p, unsigned *out)
@@ -1438,6 +1438,21 @@ static int put_array(const dctx *c, const char *col, const cJSON *v, cdc__buf *o
  * float8's output, which COPY reads back; the struct's JSON is not a point
  * to PostgreSQL.  Recognised by its members with or without a schema: no
  * other Debezium value is an object with exactly these. */
+/* A coordinate: a number, or JsonConverter's "NaN", "Infinity", "-Infinity"
+ * (which PostgreSQL prints as those words too). */
+static int point_coord(const cJSON *e)
+{
+    return cJSON_IsNumber(e) || (cJSON_IsString(e) && (!strcmp(e->valuestring, "NaN") ||
+                                                       !strcmp(e->valuestring, "Infinity") ||
+                                                       !strcmp(e->valuestring, "-Infinity")));
+}
+
+static void put_coord(cdc__buf *out, const cJSON *e)
+{
+    if (cJSON_IsNumber(e)) put_double(out, e->valuedouble);
+    else cdc__buf_puts(out, e->valuestring);
+}
+
 static int put_point(const cJSON *v, cdc__buf *out)
 {
     const cJSON *x = NULL, *y = NULL, *wkb = NULL, *e;
@@ -1451,11 +1466,11 @@ static int put_point(const cJSON *v, cdc__buf *out)
         else if (!strcmp(e->string, "wkb")) wkb = e;
         else if (strcmp(e->string, "srid")) return 0;
     }
-    if (!cJSON_IsNumber(x) || !cJSON_IsNumber(y) || !wkb || n > 4 || (n == 4 && !member(v, "srid"))) return 0;
+    if (!point_coord(x) || !point_coord(y) || !wkb || n > 4 || (n == 4 && !member(v, "srid"))) return 0;
     cdc__buf_putc(out, '(');
-    put_double(out, x->valuedouble);
+    put_coord(out, x);
     cdc__buf_putc(out, ',');
-    put_double(out, y->valuedouble);
+    put_coord(out, y);
     cdc__buf_putc(out, ')');
     return 1;
 }
@@ -2064,7 +2079,8 @@ static int key_decimal(const dctx *c, const cJSON *kfields, const cJSON *k, cdc_
 
 /* Fills ev->key and ev->keycols from the Kafka key object kobj, or, without
  * one, from the first column of row; checks the row against the key.
- * kfields: the key schema's fields, or NULL. */
+ * kfields: the key schema's fields (without a Kafka key, the row's), or
+ * NULL. */
 static int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj, const cJSON *kfields, const cJSON *row,
                       int row_complete)
 {
@@ -2136,7 +2152,13 @@ static int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj, const cJSON *k
     cdc__buf_puts(&kt, "}");
     cdc__buf_putc(&kt, 0);
     c->keytext = kt.p;
-    if (key_element(c, &ev->key, k, 0, &why)) return fail(c, k->string, "%s", why);
+    cdc__buf dec = {0};
+    cJSON canon;
+    int d = key_decimal(c, kfields, k, &dec, &why);
+    if (d > 0) cdc__key_add_text(&ev->key, dec.p, dec.len);
+    cdc__buf_free(&dec);
+    if (d < 0 || (!d && key_element(c, &ev->key, key_date_infinity(c, kfields, k, &canon) ? &canon : k, 0, &why)))
+        return fail(c, k->string, "%s", why);
     cdc__buf_put_varint(&ev->keycols, 1);
     cdc__buf_put_varint(&ev->keycols, strlen(k->string));
     cdc__buf_puts(&ev->keycols, k->string);
@@ -2455,6 +2477,11 @@ static int decode(dctx *c, cJSON *root, cdc__event *ev)
     int rc = parse_kafka_key(c, &kroot, &kobj);
     c->nd->kroot = kroot;
     const cJSON *kfields = is_wrapped(kroot) ? member(member(kroot, "schema"), "fields") : NULL;
+    if (!kobj) { /* without a Kafka key, the row's schema says the key column's type (errors come below) */
+        dctx quiet = *c;
+        quiet.err = NULL;
+        if (row_fields(&quiet, schema, which, &kfields)) kfields = NULL;
+    }
     if (!rc) rc = decode_key(c, ev, kobj, kfields, row, opl != 'd');
     if (!rc) rc = row_fields(c, schema, which, &fields);
     if (!rc) rc = decode_row(c, ev, row, fields);

@@ -621,8 +621,8 @@ static int parse_interval(const char *s, size_t n, int64_t *us)
     size_t j = 0;
     if (parse_hms(t, n - i + 3, &j, 0, &rest) || j != n - i + 3) return -1;
     uint64_t v = h * 3600000000ULL + (uint64_t)rest;
-    if (v > (uint64_t)INT64_MAX) return -1;
-    *us = neg ? -(int64_t)v : (int64_t)v;
+    if (v > (uint64_t)INT64_MAX + neg) return -1; /* -2^63 is one more than 2^63 - 1 */
+    *us = neg ? (int64_t)(0 - v) : (int64_t)v;
     return 0;
 }
 

@@ -80,25 +80,25 @@ void cdc__sql_coltext(cdc__buf *b, const cdc__srccol *c)
         cdc__buf_puts(b, " IS NOT NULL THEN format('%s', ");
         cdc__sql_ident(b, c->name);
         cdc__buf_puts(b, ") END");
-    } else if (!strncmp(t, "interval", 8)) {
+    } else if (!strncmp(t, "interval", 8) && !strchr(t, '[')) {
         /* Debezium's MicroDuration as the replica stores it (ingest/decode.c,
-         * put_interval): the interval's microseconds with a month of 30.4375
-         * days, printed as an interval of that many seconds.  extract(epoch)
-         * counts the months left over from whole years as 30 days, so the
-         * parts are summed here. */
-        cdc__buf_puts(b, "make_interval(secs => ((extract(year FROM ");
-        cdc__sql_ident(b, c->name);
-        cdc__buf_puts(b, ") * 12 + extract(month FROM ");
-        cdc__sql_ident(b, c->name);
-        cdc__buf_puts(b, ")) * 2629800 + extract(day FROM ");
-        cdc__sql_ident(b, c->name);
-        cdc__buf_puts(b, ") * 86400 + extract(hour FROM ");
-        cdc__sql_ident(b, c->name);
-        cdc__buf_puts(b, ") * 3600 + extract(minute FROM ");
-        cdc__sql_ident(b, c->name);
-        cdc__buf_puts(b, ") * 60 + extract(second FROM ");
-        cdc__sql_ident(b, c->name);
-        cdc__buf_puts(b, ")))::text");
+         * put_interval), computed as Debezium 3.6 computes it: in doubles, a
+         * month 30.4375 days, the seconds as the JDBC driver's PGInterval
+         * gives them (whole seconds + microseconds / 1e6), truncated to
+         * whole microseconds (MicroDuration.durationMicros); then printed as
+         * an interval of that many microseconds.  An interval[] is compared
+         * as text. */
+        const char *const pre[] = {"make_interval(secs => trunc(((((((", " * 12 + ", ")::float8 * 30.4375 + ",
+                                   "::float8) * 24 + ", "::float8) * 60 + ", "::float8) * 60 + (trunc(",
+                                   ")::float8 + ((", " - trunc("};
+        const char *const part[] = {"year", "month", "day", "hour", "minute", "second", "second", "second"};
+        for (int k = 0; k < 8; k++) {
+            cdc__buf_puts(b, pre[k]);
+            cdc__buf_printf(b, "extract(%s FROM ", part[k]);
+            cdc__sql_ident(b, c->name);
+            cdc__buf_putc(b, ')');
+        }
+        cdc__buf_puts(b, ")) * 1000000)::float8 / 1e6::float8))) * 1e6::float8) / 1e6::float8)::text");
     } else if (!strcmp(t, "numeric")) {
         /* unconstrained: compared without trailing fraction zeros (see
          * cdc__numeric_trim) */

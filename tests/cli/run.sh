@@ -448,27 +448,38 @@ PY
     # days), declared without a schema (--column-type T.C=interval) and named
     # by one.  The replica stores PostgreSQL's text of that many microseconds:
     # COPY of the CSV export loads back the same epoch, reconcile finds the
-    # tables equal, and one changed interval is one difference.
+    # tables equal, and one changed interval is one difference.  An
+    # interval[] column (NULL here) is compared as text.
     psql -q -v ON_ERROR_STOP=1 <<'SQL'
-CREATE TABLE iv (id int PRIMARY KEY, a interval, b interval(3));
+CREATE TABLE iv (id int PRIMARY KEY, a interval, b interval(3), c interval[]);
 INSERT INTO iv VALUES (1, '1 year 2 mons 3 days 04:05:06.789', '-00:00:00.001'), (2, '-1 mon +2 days -00:00:00.000001', NULL),
   (3, '00:00:00', '7 days'), (4, '-3 years -11 mons', '23:59:59.999'), (5, NULL, '1 day -1 second'),
   (6, '100 years 0.5 seconds', '-5 hours');
 SQL
-    # An interval's seconds as Debezium counts them (a month 30.4375 days)
-    psql -q -v ON_ERROR_STOP=1 -c "CREATE FUNCTION dbz_secs(i interval) RETURNS numeric LANGUAGE sql IMMUTABLE AS
-        \$\$ SELECT (extract(year FROM i) * 12 + extract(month FROM i)) * 2629800 + extract(day FROM i) * 86400
-           + extract(hour FROM i) * 3600 + extract(minute FROM i) * 60 + extract(second FROM i) \$\$"
-    psql -qAt -F $'\t' -c "SELECT id, dbz_secs(a) * 1000000, dbz_secs(b) * 1000000 FROM iv" >"$T/iv.tsv"
+    # An interval's microseconds as Debezium 3.6 computes them
+    # (MicroDuration.durationMicros over the JDBC driver's PGInterval: doubles,
+    # a month 30.4375 days, truncated); two values Debezium really sent
+    # anchor it.
+    psql -q -v ON_ERROR_STOP=1 -c "CREATE FUNCTION dbz_us(i interval) RETURNS float8 LANGUAGE sql IMMUTABLE AS
+        \$\$ SELECT trunc((((((extract(year FROM i) * 12 + extract(month FROM i))::float8 * 30.4375
+           + extract(day FROM i)::float8) * 24 + extract(hour FROM i)::float8) * 60 + extract(minute FROM i)::float8) * 60
+           + (trunc(extract(second FROM i))::float8
+              + ((extract(second FROM i) - trunc(extract(second FROM i))) * 1000000)::float8 / 1e6::float8)) * 1e6::float8) \$\$"
+    check "interval: Debezium's microseconds of two intervals" \
+        test "$(psql -qAt -c "SELECT dbz_us('1 year 2 mons 3 days 04:05:06.789')::bigint || ' ' || dbz_us('-00:00:00.000001')::bigint")" = '37091106789000 -1'
+    psql -q -c "INSERT INTO iv VALUES (7, '1 day 12:47:35.004', '-00:00:35.004')"
+    psql -qAt -F $'\t' -c "SELECT id, dbz_us(a)::bigint, dbz_us(b)::bigint FROM iv" >"$T/iv.tsv"
     python3 - "$T/iv.tsv" "$T/iv-plain.jsonl" "$T/iv-schema.jsonl" <<'PY'
 import json, sys
 from decimal import Decimal
 plain, schema = open(sys.argv[2], "w"), open(sys.argv[3], "w")
 f = [{"type": "int32", "optional": False, "field": "id"}] + [
-    {"type": "int64", "optional": True, "name": "io.debezium.time.MicroDuration", "field": c} for c in ("a", "b")]
+    {"type": "int64", "optional": True, "name": "io.debezium.time.MicroDuration", "field": c} for c in ("a", "b")] + [
+    {"type": "array", "optional": True, "field": "c",
+     "items": {"type": "int64", "optional": True, "name": "io.debezium.time.MicroDuration"}}]
 for n, line in enumerate(open(sys.argv[1])):
     i, a, b = line.rstrip("\n").split("\t")
-    row = {"id": int(i), "a": int(Decimal(a)) if a else None, "b": int(Decimal(b)) if b else None}
+    row = {"id": int(i), "a": int(Decimal(a)) if a else None, "b": int(Decimal(b)) if b else None, "c": None}
     env = {"op": "r", "after": row, "source": {"lsn": 100, "schema": "public", "table": "iv"}}
     plain.write(json.dumps({"topic": "shop.public.iv", "partition": 0, "offset": n, "key": json.dumps({"id": row["id"]}),
                             "payload": json.dumps(env)}) + "\n")
@@ -490,10 +501,10 @@ PY
             -c "\\copy iv_back FROM '$T/iv-$v.csv' (FORMAT csv, HEADER)" 2>"$T/copy.err"
         check "interval ($v): COPY of the CSV export loads back the source's seconds ($(head -c 200 "$T/copy.err"))" \
             test "$(psql -qAt -c "SELECT count(*) FROM iv s JOIN iv_back c USING (id)
-                WHERE dbz_secs(s.a) IS NOT DISTINCT FROM extract(epoch FROM c.a)
-                  AND dbz_secs(s.b) IS NOT DISTINCT FROM extract(epoch FROM c.b)")" = 6
+                WHERE dbz_us(s.a) IS NOT DISTINCT FROM (extract(epoch FROM c.a) * 1000000)::float8
+                  AND dbz_us(s.b) IS NOT DISTINCT FROM (extract(epoch FROM c.b) * 1000000)::float8")" = 7
         check "interval ($v): exported text (first row: $(sed -n 2p "$T/iv-$v.csv"))" \
-            test "$(sed -n 2p "$T/iv-$v.csv")" = '1,10303:05:06.789,-00:00:00.001'
+            test "$(sed -n 2p "$T/iv-$v.csv")" = '1,10303:05:06.789,-00:00:00.001,'
         run reconcile --db "$T/iv-$v" --table public.iv --source "$SRC" --recheck-wait 10
         check "interval ($v): reconcile equal (exit $rc: $(head -c 300 "$T/out") $(grep -v '^cdcstore: info' "$T/err" | head -c 300))" \
             test "$rc" = 0

@@ -572,6 +572,25 @@ Test(decode, date_infinity_in_both_encodings)
         cr_expect_str_eq(keyjson(&ev), dwant, "key of days %lld (declared)", v[i].days);
         cdc__event_free(&ev);
     }
+    /* without a Kafka key (a bare envelope): the row's first column, a date
+     * by the row's schema or declared, keyed alike */
+    cdc__event ev2 = {0};
+    cdc_error_t err;
+    static const long long enc[] = {-622191234, -2147472692};
+    for (int i = 0; i < 2; i++) {
+        char val[1024];
+        snprintf(val, sizeof val, "{\"op\":\"u\",\"source\":{\"lsn\":2},\"after\":{\"day\":%lld,\"x\":1}}", enc[i]);
+        cr_assert_eq(dec(NULL, val, &ev2, &err), 0, "%s", err.msg);
+        cr_expect_str_eq(keyjson(&ev2), "{\"day\":2147483647}", "keyless, declared, %lld", enc[i]);
+        cdc__event_free(&ev2);
+        snprintf(val, sizeof val,
+                 "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"field\":\"after\",\"fields\":["
+                 "{\"type\":\"int32\",\"name\":\"io.debezium.time.Date\",\"field\":\"d\"}]}]},"
+                 "\"payload\":{\"op\":\"c\",\"source\":{\"lsn\":1},\"after\":{\"d\":%lld}}}", enc[i]);
+        cr_assert_eq(dec(NULL, val, &ev2, &err), 0, "%s", err.msg);
+        cr_expect_str_eq(keyjson(&ev2), "{\"d\":2147483647}", "keyless, schema, %lld", enc[i]);
+        cdc__event_free(&ev2);
+    }
     /* a column neither named a date by a schema nor declared one keeps its number */
     cdc__event ev = {0};
     expect_ok("{\"n\":-622191234}", "{\"op\":\"c\",\"source\":{\"lsn\":1},\"after\":{\"n\":-622191234}}", &ev);
@@ -591,6 +610,8 @@ Test(decode, point_as_postgresql_text)
     cr_expect_str_eq(value_of(v, "p"), "(1.5,-2.25)");
     cr_expect_str_eq(value_of("\"p\":{\"x\":1e300,\"y\":0.1,\"wkb\":\"AQ==\"}", "p"), "(1e+300,0.1)");
     cr_expect_str_eq(value_of("\"p\":{\"x\":1,\"y\":2,\"z\":3}", "p"), "{\"x\":1,\"y\":2,\"z\":3}");
+    cr_expect_str_eq(value_of("\"p\":{\"x\":\"NaN\",\"y\":\"-Infinity\",\"wkb\":\"AQ==\",\"srid\":null}", "p"),
+                     "(NaN,-Infinity)");
     snprintf(v, sizeof v,
              "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"field\":\"after\",\"fields\":["
              "{\"type\":\"int32\",\"field\":\"id\"},{\"type\":\"struct\",\"name\":\"io.debezium.data.geometry.Point\","
@@ -689,6 +710,12 @@ Test(decode, decimal_keys_by_their_text)
     /* no scale known: the text as it came */
     expect_ok("{\"code\":\"AJY=\"}", "{\"op\":\"c\",\"source\":{\"lsn\":1},\"after\":{\"code\":\"AJY=\"}}", &ev);
     cr_expect_str_eq(keyjson(&ev), "{\"code\":\"AJY=\"}");
+    cdc__event_free(&ev);
+    /* without a Kafka key, the row's first column, declared */
+    cdc_error_t err;
+    cr_assert_eq(dec(NULL, "{\"op\":\"c\",\"source\":{\"lsn\":1},\"after\":{\"price\":\"AJY=\",\"v\":1}}", &ev, &err), 0,
+                 "%s", err.msg);
+    cr_expect_str_eq(keyjson(&ev), "{\"price\":\"0.150\"}");
     cdc__event_free(&ev);
     /* declared, but the key is text (decimal.handling.mode=string): refused with the fix */
     expect_bad("{\"price\":\"1.5x\"}", "{\"op\":\"c\",\"source\":{\"lsn\":1},\"after\":{\"price\":\"1.5x\"}}",

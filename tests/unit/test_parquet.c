@@ -228,6 +228,7 @@ Test(parquet, bad_values_name_column_and_value)
         {"bytes", "\\x0"}, {"bytes", "\\xzz"}, {"bytes", "abc"},
         {"int64/io.debezium.time.MicroDuration", "1 day"}, {"int64/io.debezium.time.MicroDuration", "10:61:00"},
         {"int64/io.debezium.time.MicroDuration", "-"}, {"int64/io.debezium.time.MicroDuration", "9999999999999:00:00"},
+        {"int64/io.debezium.time.MicroDuration", "-2562047788:00:54.775809"}, {"int64/io.debezium.time.MicroDuration", "2562047788:00:54.775808"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *names[] = {"ok", "col_x"}, *types[] = {"int32", bad[i].type};
@@ -273,6 +274,7 @@ Test(parquet, accepted_edges)
         {"int64/io.debezium.time.MicroDuration", "-682:30:00.000001", "-2457000000001"},
         {"int64/io.debezium.time.MicroDuration", "2562047788:00:54.775807", "9223372036854775807"},
         {"int64/io.debezium.time.MicroDuration", "37091106789000", "37091106789000"},
+        {"int64/io.debezium.time.MicroDuration", "-2562047788:00:54.775808", "-9223372036854775808"},
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         const char *names[] = {"c"}, *types[] = {ok[i].type};
