@@ -954,75 +954,8 @@ static int exact_int64(const dctx *c, const cJSON *v, int64_t *out)
 
 /* ---- Number and text formatting ---- */
 
-/* PostgreSQL's float8 output: the shortest decimal that reads back to the
- * same double, in exponent form (1e+15, 1.5e-05) when the exponent is below
- * -4 or at least 15, else in positional form.  With float4 set, float4's
- * output: the shortest decimal that reads back to the same float (d rounded
- * to float first), in exponent form from an exponent of 6 (1e+06).  A
- * float4 needs it because Java's Float.toString (JDK 17) is not always the
- * shortest: Debezium sends 1e15::float4 as 9.9999999E14 and 1e-45 as
- * 1.4E-45, decimals that read back to the same float, not to the same
- * double. */
-static void put_real(cdc__buf *b, double d, int float4)
-{
-    char s[40], digits[24];
-    if (isnan(d)) {
-        cdc__buf_puts(b, "NaN");
-        return;
-    }
-    if (isinf(d)) {
-        cdc__buf_puts(b, d > 0 ? "Infinity" : "-Infinity");
-        return;
-    }
-    if (d == 0) {
-        cdc__buf_puts(b, signbit(d) ? "-0" : "0");
-        return;
-    }
-    if (float4) {
-        float f = (float)d;
-        if (isinf(f)) { /* beyond float4: no such value came from PostgreSQL */
-            float4 = 0;
-        } else {
-            for (int p = 1; p <= 9; p++) {
-                snprintf(s, sizeof s, "%.*e", p - 1, (double)f);
-                if (strtof(s, NULL) == f) break;
-            }
-        }
-    }
-    if (!float4) {
-        for (int p = 1; p <= 17; p++) {
-            snprintf(s, sizeof s, "%.*e", p - 1, d);
-            if (strtod(s, NULL) == d) break;
-        }
-    }
-    /* s: [-]d[.ddd]e(+|-)xx */
-    const char *q = s;
-    int neg = *q == '-', nd = 0;
-    q += neg;
-    for (; *q && *q != 'e'; q++)
-        if (*q != '.') digits[nd++] = *q;
-    while (nd > 1 && digits[nd - 1] == '0') nd--;
-    int exp = atoi(q + 1);
-    if (neg) cdc__buf_putc(b, '-');
-    if (exp < -4 || exp >= (float4 ? 6 : 15)) {
-        cdc__buf_putc(b, digits[0]);
-        if (nd > 1) {
-            cdc__buf_putc(b, '.');
-            cdc__buf_put(b, digits + 1, (size_t)nd - 1);
-        }
-        cdc__buf_printf(b, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
-    } else if (exp < 0) {
-        cdc__buf_puts(b, "0.");
-        for (int i = -1; i > exp; i--) cdc__buf_putc(b, '0');
-        cdc__buf_put(b, digits, (size_t)nd);
-    } else {
-        for (int i = 0; i <= exp; i++) cdc__buf_putc(b, i < nd ? digits[i] : '0');
-        if (nd > exp + 1) {
-            cdc__buf_putc(b, '.');
-            cdc__buf_put(b, digits + exp + 1, (size_t)(nd - exp - 1));
-        }
-    }
-}
+/* PostgreSQL's float8 (or float4) output: cdc__put_real (store/codec.c). */
+static void put_real(cdc__buf *b, double d, int float4) { cdc__put_real(b, d, float4); }
 
 static void put_double(cdc__buf *b, double d) { put_real(b, d, 0); }
 

@@ -168,7 +168,7 @@ typedef struct cdc__scan {
     int algorithm;            /* CDC_HASH_* */
     const size_t *cols;       /* columns hashed (NULL: all) */
     size_t ncols;
-    const unsigned char *trim;/* per hashed column: 1 = compare as unconstrained NUMERIC (NULL: none) */
+    const unsigned char *trim;/* per hashed column: how its text is compared, CDC__CMP_* (NULL: as stored) */
     /* Outputs. */
     cdc__rh *r;
     size_t n, cap;
@@ -183,6 +183,19 @@ typedef struct cdc__scan {
  * sends them as {scale, value} with trailing zeros dropped, so the text the
  * source prints cannot be recovered, while the value can. */
 size_t cdc__numeric_trim(const char *v, size_t n);
+
+/* How reconcile compares a column's replica text with the source's. */
+enum {
+    CDC__CMP_TEXT = 0,    /* as stored */
+    CDC__CMP_NUMERIC = 1, /* an unconstrained NUMERIC: cdc__numeric_trim */
+    CDC__CMP_FLOAT4 = 2,  /* a real: as PostgreSQL prints the float4 (cdc__put_real) */
+};
+/* The replica text v (length *n) of a column compared as kind, pointing
+ * into v or into scratch; *n its length.  A real's text is a double's
+ * when the envelopes carried no schema (1000000 for 1e+06, 1.4e-45 for
+ * 1e-45, as Debezium wrote the float4's number): printed as the float4
+ * PostgreSQL prints, it compares equal to the source's. */
+const char *cdc__cmp_text(int kind, const char *v, size_t *n, cdc__buf *scratch);
 
 /* Scans [lo, hi) of table in the replica, hashing each row into its range. */
 int cdc__scan_run(cdc_store_t *st, cdc__scan *s, cdc_error_t *err);

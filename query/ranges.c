@@ -57,9 +57,30 @@ size_t cdc__numeric_trim(const char *v, size_t n)
     return n;
 }
 
+const char *cdc__cmp_text(int kind, const char *v, size_t *n, cdc__buf *scratch)
+{
+    if (!v) return v;
+    if (kind == CDC__CMP_NUMERIC) {
+        *n = cdc__numeric_trim(v, *n);
+        return v;
+    }
+    if (kind != CDC__CMP_FLOAT4 || *n == 0 || *n >= 64) return v;
+    char t[64], *end;
+    memcpy(t, v, *n);
+    t[*n] = 0;
+    double d = strtod(t, &end);
+    if (end != t + *n) return v; /* not a number: compared as it is */
+    cdc__buf_reset(scratch);
+    cdc__put_real(scratch, d, 1);
+    *n = scratch->len;
+    return scratch->p;
+}
+
 int cdc__scan_run(cdc_store_t *st, cdc__scan *s, cdc_error_t *err)
 {
-    size_t *tl = NULL; /* lengths with unconstrained NUMERICs trimmed */
+    size_t *tl = NULL; /* lengths (and tv values) as compared (cdc__cmp_text) */
+    const char **tv = NULL;
+    cdc__buf *tb = NULL;
     cdc__buf lj = {0}, hj = {0};
     cdc_iter_options_t io = {0};
     int rc = 0;
@@ -81,15 +102,19 @@ int cdc__scan_run(cdc_store_t *st, cdc__scan *s, cdc_error_t *err)
         if (s->rows++ == 0) cdc__buf_put(&s->first_key, row.key, row.key_len);
         if (row.lsn > s->max_lsn) s->max_lsn = row.lsn;
         const size_t *lens = row.lens;
+        const char *const *vals = row.values;
         if (s->trim && s->cols) {
             tl = cdc__realloc(tl, (row.ncols + 1) * sizeof *tl);
+            tv = cdc__realloc(tv, (row.ncols + 1) * sizeof *tv);
+            if (!tb) tb = cdc__calloc(s->ncols + 1, sizeof *tb);
             memcpy(tl, row.lens, row.ncols * sizeof *tl);
+            memcpy(tv, row.values, row.ncols * sizeof *tv);
             for (size_t c = 0; c < s->ncols; c++)
-                if (s->trim[c]) tl[s->cols[c]] = cdc__numeric_trim(row.values[s->cols[c]], tl[s->cols[c]]);
+                if (s->trim[c]) tv[s->cols[c]] = cdc__cmp_text(s->trim[c], tv[s->cols[c]], &tl[s->cols[c]], &tb[c]);
             lens = tl;
+            vals = tv;
         }
-        uint64_t h = cdc__row_hash(row.values, lens, s->cols, s->cols ? s->ncols : row.ncols,
-                                   s->algorithm, &scratch);
+        uint64_t h = cdc__row_hash(vals, lens, s->cols, s->cols ? s->ncols : row.ncols, s->algorithm, &scratch);
         if (s->width > 0) {
             int64_t k;
             if (!cdc__key_single_int(row.key, row.key_len, &k)) {
@@ -120,6 +145,9 @@ int cdc__scan_run(cdc_store_t *st, cdc__scan *s, cdc_error_t *err)
     if (rc == 0 || rc == 1) rc = 0;
     cdc__buf_free(&scratch);
     free(tl);
+    free(tv);
+    for (size_t c = 0; tb && c < s->ncols; c++) cdc__buf_free(&tb[c]);
+    free(tb);
     cdc_iter_close(it);
     goto done;
 bad_bound:

@@ -105,7 +105,8 @@ typedef struct ctx {
     /* Columns compared: the replica's columns present at the source. */
     size_t ncmp;
     size_t *rcols;           /* replica column index of each */
-    unsigned char *trim;     /* 1: an unconstrained NUMERIC, compared by cdc__numeric_trim */
+    unsigned char *trim;     /* how each is compared (CDC__CMP_*: an unconstrained NUMERIC, a real) */
+    cdc__buf *tbuf;          /* each one's text as compared, when it is not the stored text */
     cdc__srccol *scols;
     char **names;
     /* Key. */
@@ -354,6 +355,7 @@ static int describe_tables(ctx *x)
     x->scols = cdc__calloc(rn + 1, sizeof *x->scols);
     x->names = cdc__calloc(rn + 1, sizeof *x->names);
     x->trim = cdc__calloc(rn + 1, 1);
+    x->tbuf = cdc__calloc(rn + 1, sizeof *x->tbuf);
     /* Compared: replica columns found at the source, in replica order. */
     for (size_t i = 0; i < rn; i++) {
         int found = -1;
@@ -369,7 +371,9 @@ static int describe_tables(ctx *x)
         x->names[x->ncmp] = cdc__strdup(rnames[i]);
         x->scols[x->ncmp].name = x->names[x->ncmp];
         x->scols[x->ncmp].type = cdc__strdup(PQgetvalue(cols, found, 1));
-        x->trim[x->ncmp] = !strcmp(x->scols[x->ncmp].type, "numeric");
+        x->trim[x->ncmp] = !strcmp(x->scols[x->ncmp].type, "numeric") ? CDC__CMP_NUMERIC
+                           : !strcmp(x->scols[x->ncmp].type, "real")  ? CDC__CMP_FLOAT4
+                                                                      : CDC__CMP_TEXT;
         x->ncmp++;
     }
     for (int j = 0; j < ns; j++) {
@@ -438,7 +442,7 @@ static int describe_tables(ctx *x)
         x->keycol[k] = x->keyidx[k];
         if (x->keys[k].expr && x->keys[k].kind == CDC__KP_INT) {
             cdc__buf_printf(&x->collist, ", (%s)::text", x->keys[k].expr);
-        } else if (x->trim[x->keyidx[k]]) {
+        } else if (x->trim[x->keyidx[k]] == CDC__CMP_NUMERIC) {
             cdc__buf_puts(&x->collist, ", ");
             cdc__sql_ident(&x->collist, x->scols[x->keyidx[k]].name);
             cdc__buf_puts(&x->collist, "::text");
@@ -686,7 +690,7 @@ static int compare_rows(ctx *x, const cdc__buf *lo, const cdc__buf *hi)
             for (size_t c = 0; c < x->ncmp; c++) {
                 rv[c] = row.values[x->rcols[c]];
                 rl[c] = row.lens[x->rcols[c]];
-                if (x->trim[c]) rl[c] = cdc__numeric_trim(rv[c], rl[c]);
+                if (x->trim[c]) rv[c] = cdc__cmp_text(x->trim[c], rv[c], &rl[c], &x->tbuf[c]);
             }
         if (cmp < 0) { /* only in the replica */
             if (x->nc < MAX_CANDIDATES) {
@@ -1018,7 +1022,7 @@ static int read_replica(ctx *x, const cdc__buf *key, side *s, cdc__buf *kj)
     for (size_t c = 0; c < x->ncmp; c++) {
         v[c] = row.values[x->rcols[c]];
         l[c] = row.lens[x->rcols[c]];
-        if (x->trim[c]) l[c] = cdc__numeric_trim(v[c], l[c]);
+        if (x->trim[c]) v[c] = cdc__cmp_text(x->trim[c], v[c], &l[c], &x->tbuf[c]);
     }
     side_set(s, x->ncmp, v, l, row.lsn);
     free(v);
@@ -1271,6 +1275,8 @@ done:
     free(x.scols);
     free(x.rcols);
     free(x.trim);
+    for (size_t i = 0; x.tbuf && i < x.ncmp; i++) cdc__buf_free(&x.tbuf[i]);
+    free(x.tbuf);
     for (size_t k = 0; x.keynames && k < x.nkey; k++) free(x.keynames[k]);
     for (size_t k = 0; x.keys && k < x.nkey; k++) free(x.keys[k].expr);
     free(x.keynames);

@@ -73,6 +73,11 @@ void cdc__buf_printf(cdc__buf *b, const char *fmt, ...) __attribute__((format(pr
 void cdc__buf_vprintf(cdc__buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 void cdc__buf_put_varint(cdc__buf *b, uint64_t v);
 void cdc__buf_put_u64be(cdc__buf *b, uint64_t v);
+/* PostgreSQL's float8 output of d (float4's when float4 is set: d rounded
+ * to a float first): the shortest text that reads back to the same value,
+ * in exponent form (1e+15, 1.5e-05) past float8's 15 or float4's 6 digits
+ * or below 1e-4; NaN, Infinity, -Infinity, -0. */
+void cdc__put_real(cdc__buf *b, double d, int float4);
 void cdc__buf_free(cdc__buf *b);
 static inline void cdc__buf_reset(cdc__buf *b) { b->len = 0; }
 
