@@ -47,7 +47,8 @@ static const char *doctor_usage =
     "                       [--slot NAME] [--publication NAME] [--db DIR [--brokers LIST]]\n"
     "                       [thresholds] [--timeout-ms MS] [--json]\n"
     "Checks the pipeline and prints one line per check, OK, WARN or FAIL, with its\n"
-    "figure: the connector and its tasks RUNNING (Kafka Connect's REST API); the\n"
+    "figure: the connector and its tasks RUNNING (Kafka Connect's REST API), and\n"
+    "sending truncates (skipped.operations=none); the\n"
     "replication slot active, and the WAL it retains against max_slot_wal_keep_size;\n"
     "the publication covering every table the replica holds; the consumer lag and\n"
     "the replica's age behind the source.\n"
@@ -180,6 +181,43 @@ static void first_line(const char *s, char *out, size_t size)
 
 /* ---- Pass 1: Kafka Connect ---- */
 
+/* What the connector leaves out of its events (skipped.operations; unset,
+ * Debezium skips truncates: "t").  A skipped TRUNCATE leaves every row of
+ * the table in the replica while the source has none; skipped creates,
+ * updates or deletes lose those changes outright. */
+static void check_operations(doctor *d, const cdc_connect_status_t *s)
+{
+    const char *set = cdc_connect_config(s, "skipped.operations");
+    const char *ops = set ? set : "t";
+    char lost[16] = "";
+    size_t nl = 0;
+    int truncates = 0;
+    for (const char *p = ops; *p; p++) {
+        if (*p == ',' || *p == ' ') continue;
+        size_t n = strcspn(p, ", ");
+        if (n == 4 && !strncmp(p, "none", 4)) break;
+        if (n == 1 && *p == 't') truncates = 1;
+        else if (n == 1 && strchr("cud", *p) && !strchr(lost, *p) && nl < 6) {
+            if (nl) lost[nl++] = ',';
+            lost[nl++] = *p;
+            lost[nl] = 0;
+        }
+        p += n - 1;
+    }
+    if (lost[0])
+        add(d, LV_FAIL, "operations", s->name,
+            "connector %s skips %s events (skipped.operations=%s): the replica misses those changes", s->name, lost,
+            ops);
+    else if (truncates)
+        add(d, LV_WARN, "operations", s->name,
+            "connector %s skips truncates (skipped.operations=%s%s): a TRUNCATE of the source is not replicated "
+            "(set skipped.operations=none)",
+            s->name, ops, set ? "" : ", Debezium's default");
+    else
+        add(d, LV_OK, "operations", s->name, "connector %s sends every change, truncates too (skipped.operations=%s)",
+            s->name, ops);
+}
+
 static void check_connector(doctor *d)
 {
     cdc_error_t e = {0};
@@ -217,6 +255,7 @@ static void check_connector(doctor *d)
         else if (lv == LV_OK && t->worker_id) add(d, lv, "task", subject, "task %s RUNNING on %s", subject, t->worker_id);
         else add(d, lv, "task", subject, "task %s %s", subject, t->state);
     }
+    check_operations(d, s);
 }
 
 /* ---- Pass 2: the source ---- */

@@ -198,6 +198,13 @@ check "1 a change in each table" app_psql -c "
     INSERT INTO public.products (sku, title) VALUES ('doctor', 'doctor')
         ON CONFLICT (sku) DO UPDATE SET title = 'doctor $RUN'"
 check "1 drained into the replica" wait_drained "$SLOT" "$GROUP" "$P" 120
+# A TRUNCATE of the source reaches the replica (the stack's connector sends
+# truncates: skipped.operations=none, checked by doctor below).
+products_live() { "$CDC" stats --db "$R" --json | jq -r '.tables["public.products"].rows_live'; }
+check "1 public.products has rows in the replica ($(products_live))" test "$(products_live)" -gt 0
+check "1 TRUNCATE public.products at the source" su_psql -c "TRUNCATE public.products"
+check "1 the truncate drained into the replica" wait_drained "$SLOT" "$GROUP" "$P" 120
+check "1 public.products has no row in the replica after the truncate ($(products_live))" test "$(products_live)" = 0
 check "1 ingest stopped by SIGTERM (exit 0)" stop_ingest "$ING"
 ING=
 doctor "$WORK/d1.out" "${CONNECT_ARGS[@]}" --db "$R" --brokers "$KAFKA_BROKERS"
@@ -205,11 +212,12 @@ check "1 doctor: every line OK, exit 0" expect "$WORK/d1.out" 0 \
     "^OK   connector $NAME RUNNING" "^OK   task $NAME/0 RUNNING" "^OK   source .*PostgreSQL 15" \
     "^OK   slot $SLOT active" "^OK   slot $SLOT retained WAL .* of max_slot_wal_keep_size .*\([0-9]+%" \
     "^OK   publication $PUB covers the 4 tables the replica holds" "^OK   consumer lag 0 records over 4 partitions" \
-    "^OK   replica [0-9.]+ s behind the source"
+    "^OK   replica [0-9.]+ s behind the source" \
+    "^OK   connector $NAME sends every change, truncates too \(skipped.operations=none\)"
 check "1 no line but OK" bash -c "! grep -v '^OK   ' '$WORK/d1.out'"
 doctor "$WORK/d1j.out" "${CONNECT_ARGS[@]}" --db "$R" --brokers "$KAFKA_BROKERS" --json
-check "1 doctor --json: status OK, exit 0, 8 checks, the WAL figure in bytes" eval '
-    [[ $DRC == 0 ]] && jq -e ".status == \"OK\" and .exit == 0 and (.checks | length) == 8 and
+check "1 doctor --json: status OK, exit 0, 9 checks, the WAL figure in bytes" eval '
+    [[ $DRC == 0 ]] && jq -e ".status == \"OK\" and .exit == 0 and (.checks | length) == 9 and
         ([.checks[] | select(.check == \"wal\")][0] | .unit == \"bytes\" and .value >= 0 and .fail > .warn)" \
         "$WORK/d1j.out" >/dev/null || { echo "exit $DRC"; cat "$WORK/d1j.out"; false; }'
 
@@ -250,6 +258,22 @@ check "4 connector RUNNING again" connector_state RUNNING/RUNNING
 check "4 slot streaming again" wait_streaming "$NAME" 60
 doctor "$WORK/d4b.out" "${CONNECT_ARGS[@]}"
 check "4 doctor after resume: exit 0" expect "$WORK/d4b.out" 0 "^OK   connector $NAME RUNNING"
+# skipped.operations: unset, Debezium skips truncates (a TRUNCATE of the
+# source would never reach the replica): WARN; skipping updates: FAIL.
+CFG=$(curl -fsS --max-time 10 "$CONNECT_URL/connectors/$NAME/config")
+put_config() { curl -fsS --max-time 30 -X PUT -H 'Content-Type: application/json' --data "$1" \
+    "$CONNECT_URL/connectors/$NAME/config" >/dev/null; }
+put_config "$(jq -c 'del(."skipped.operations")' <<<"$CFG")"
+doctor "$WORK/d4c.out" "${CONNECT_ARGS[@]}"
+check "4 doctor, skipped.operations unset: WARN, truncates not replicated" \
+    grep -q "^WARN connector $NAME skips truncates (skipped.operations=t, Debezium's default)" "$WORK/d4c.out"
+put_config "$(jq -c '."skipped.operations" = "t,u"' <<<"$CFG")"
+doctor "$WORK/d4d.out" "${CONNECT_ARGS[@]}"
+check "4 doctor, skipped.operations=t,u: FAIL, updates lost" \
+    grep -q "^FAIL connector $NAME skips u events (skipped.operations=t,u)" "$WORK/d4d.out"
+put_config "$CFG"
+check "4 connector RUNNING with its configuration back" connector_state RUNNING/RUNNING
+check "4 slot streaming again" wait_streaming "$NAME" 60
 
 # 5: stopped; the slot's WAL grows against a small max_slot_wal_keep_size.
 e2e_log "5: the connector stopped, max_slot_wal_keep_size 64MB, WAL generated"

@@ -25,7 +25,9 @@
 # by Connect's FileConfigProvider, topic.prefix shop, all four tables of
 # schema.sql, slot `<name>_slot`, publication `<name>_pub` (name lowercased,
 # other characters than [a-z0-9_] replaced by `_`),
-# publication.autocreate.mode=filtered, snapshot.mode=initial, JsonConverter
+# publication.autocreate.mode=filtered, snapshot.mode=initial,
+# skipped.operations=none (Debezium's default skips truncates, and a TRUNCATE
+# of the source would then never reach the replica), JsonConverter
 # key and value with schemas.enable=false and
 # value.converter.replace.null.with.default=false; decimal.handling.mode is
 # Debezium's default (precise) unless overridden; poll.interval.ms=50, not
@@ -100,6 +102,7 @@ default_config() {
         "publication.autocreate.mode": "filtered",
         "snapshot.mode": "initial",
         "poll.interval.ms": "50",
+        "skipped.operations": "none",
         "key.converter": "org.apache.kafka.connect.json.JsonConverter",
         "key.converter.schemas.enable": "false",
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
