@@ -332,7 +332,8 @@ static int describe_tables(ctx *x)
     PQclear(r);
 
     PGresult *cols = q1(x,
-                        "SELECT a.attname, format_type(a.atttypid, a.atttypmod), t.typcategory, t.typname "
+                        "SELECT a.attname, format_type(a.atttypid, a.atttypmod), t.typcategory, t.typname, "
+                        "a.attgenerated <> '' "
                         "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
                         "WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
                         oid, "reading the columns");
@@ -356,11 +357,17 @@ static int describe_tables(ctx *x)
     x->names = cdc__calloc(rn + 1, sizeof *x->names);
     x->trim = cdc__calloc(rn + 1, 1);
     x->tbuf = cdc__calloc(rn + 1, sizeof *x->tbuf);
-    /* Compared: replica columns found at the source, in replica order. */
+    /* Compared: replica columns found at the source, in replica order.  A
+     * generated column of the source (GENERATED ALWAYS AS ... STORED) is
+     * compared on neither side: PostgreSQL's logical replication does not
+     * publish it (the snapshot's reads carry it, streamed changes do not),
+     * so the replica cannot hold it, and a table with one was always
+     * reported as differing by that column. */
     for (size_t i = 0; i < rn; i++) {
         int found = -1;
         for (int j = 0; j < ns && found < 0; j++)
             if (!strcmp(rnames[i], PQgetvalue(cols, j, 0))) found = j;
+        if (found >= 0 && !strcmp(PQgetvalue(cols, found, 4), "t")) continue;
         if (found < 0) {
             cdc_diff_t d = {.kind = CDC_DIFF_EXTRA, .column = rnames[i]};
             x->res->columns++;
@@ -377,7 +384,7 @@ static int describe_tables(ctx *x)
         x->ncmp++;
     }
     for (int j = 0; j < ns; j++) {
-        int found = 0;
+        int found = !strcmp(PQgetvalue(cols, j, 4), "t"); /* generated: see above */
         for (size_t i = 0; i < rn && !found; i++) found = !strcmp(rnames[i], PQgetvalue(cols, j, 0));
         if (!found) {
             cdc_diff_t d = {.kind = CDC_DIFF_MISSING, .column = PQgetvalue(cols, j, 0)};

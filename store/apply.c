@@ -475,9 +475,44 @@ static void pos_note(apply_ctx *a, const cdc_record_t *r)
 
 /* The table a record without a row counts against: the one its event names,
  * else "" (records of no known table). */
+/* Does table read as topic_name once Debezium's topic naming has replaced
+ * each character of it other than [A-Za-z0-9._-] with '_' (one per UTF-16
+ * unit: one for a character of 2 or 3 UTF-8 bytes, two for one of 4)? */
+static int topic_spelling(const char *table, const char *topic_name)
+{
+    const unsigned char *p = (const unsigned char *)table;
+    const char *q = topic_name;
+    while (*p) {
+        unsigned char c = *p;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+            c == '-') {
+            if (*q++ != (char)c) return 0;
+            p++;
+            continue;
+        }
+        int units = c >= 0xF0 ? 2 : 1, len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+        for (int i = 0; i < units; i++)
+            if (*q++ != '_') return 0;
+        for (int i = 0; i < len && *p; i++) p++;
+    }
+    return *q == 0;
+}
+
+/* The table a record without a row is counted in.  A tombstone (and a
+ * message without a table) is named only by its topic, where Debezium has
+ * replaced the characters of the schema and table names that topics cannot
+ * hold: "public.Order Items" comes as "...public.Order_Items".  The table
+ * the replica holds under the name that reads so is the one; otherwise
+ * every delete of such a table made an empty table of the topic's name
+ * appear beside it, which doctor reported as a table the publication does
+ * not cover. */
 static cdc__table *counted_table(cdc_store_t *st, const char *name)
 {
     cdc__table *t = NULL;
+    if (name && cdc__table_get(st, name, 0, &t, NULL) == 0) return t;
+    if (name && strchr(name, '_'))
+        for (size_t i = 0; i < st->ntables; i++)
+            if (st->tables[i]->name && topic_spelling(st->tables[i]->name, name)) return st->tables[i];
     if (name && cdc__table_get(st, name, 1, &t, NULL) == 0) return t;
     if (cdc__table_get(st, "", 1, &t, NULL) == 0) return t;
     return NULL;
