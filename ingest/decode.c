@@ -954,10 +954,8 @@ static int exact_int64(const dctx *c, const cJSON *v, int64_t *out)
 
 /* ---- Number and text formatting ---- */
 
-/* PostgreSQL's float8 (or float4) output: cdc__put_real (store/codec.c). */
-static void put_real(cdc__buf *b, double d, int float4) { cdc__put_real(b, d, float4); }
-
-static void put_double(cdc__buf *b, double d) { put_real(b, d, 0); }
+/* PostgreSQL's float8 output (store/codec.c). */
+static void put_double(cdc__buf *b, double d) { cdc__put_real(b, d, 0); }
 
 static int b64_value(unsigned char ch)
 {
@@ -1317,8 +1315,13 @@ static void put_array_item(cdc__buf *out, const char *s, size_t n)
  * as nested braces (more dimensions), every other element as its own text
  * form (numbers and booleans as put_untyped writes them, objects as compact
  * JSON), quoted where PostgreSQL quotes it.  Elements are written without
- * the column's declared type, which describes the column, not its items. */
-static int put_array(const dctx *c, const char *col, const cJSON *v, cdc__buf *out)
+ * the column's declared type, which describes the column, not its items.
+ * items: the schema of the items when it names a logical type (a date[] of
+ * day numbers, a numeric(p,s)[] of base64 Decimals, a timestamp[] of
+ * MicroTimestamps): then each element is written as put_typed writes a
+ * value of that type (without it they were stored as Debezium's numbers and
+ * base64, which COPY refuses or loads as other values); NULL otherwise. */
+static int put_array(const dctx *c, const char *col, const cJSON *v, const cJSON *items, cdc__buf *out)
 {
     char sn[80];
     const cJSON *e;
@@ -1333,11 +1336,13 @@ static int put_array(const dctx *c, const char *col, const cJSON *v, cdc__buf *o
             continue;
         }
         if (cJSON_IsArray(e)) {
-            if ((rc = put_array(c, col, e, out))) break;
+            if ((rc = put_array(c, col, e, items, out))) break;
             continue;
         }
         item.len = 0;
-        if (cJSON_IsString(e)) {
+        if (items) {
+            if ((rc = put_typed(c, col, e, items, &item))) break;
+        } else if (cJSON_IsString(e)) {
             cdc__buf_puts(&item, e->valuestring);
         } else if (cJSON_IsNumber(e)) {
             if (!isfinite(e->valuedouble)) {
@@ -1459,7 +1464,7 @@ static int put_untyped(const dctx *c, const char *col, const cJSON *v, cdc__buf 
         return 0;
     }
     if (is_varscale(v)) return put_varscale(c, col, v, out);
-    if (cJSON_IsArray(v)) return put_array(c, col, v, out);
+    if (cJSON_IsArray(v)) return put_array(c, col, v, NULL, out);
     if (cJSON_IsObject(v)) {
         if (put_point(v, out)) return 0;
         char *s = cJSON_PrintUnformatted(v);
@@ -1536,8 +1541,6 @@ static int time_int(const dctx *c, const char *col, const cJSON *v, const char *
                     snippet(v, sn, sizeof sn));
     return 0;
 }
-
-static int put_typed_array(const dctx *c, const char *col, const cJSON *v, const cJSON *items, cdc__buf *out);
 
 /* A value whose field schema fs is known. */
 static int put_typed(const dctx *c, const char *col, const cJSON *v, const cJSON *fs, cdc__buf *out)
@@ -1643,7 +1646,7 @@ static int put_typed(const dctx *c, const char *col, const cJSON *v, const cJSON
         if (!cJSON_IsNumber(v))
             return fail(c, col, "wrong type: the schema says %s, the value is %s %s", type, json_kind(v),
                         snippet(v, sn, sizeof sn));
-        put_real(out, v->valuedouble, !strcmp(type, "float32") || !strcmp(type, "float"));
+        cdc__put_real(out, v->valuedouble, !strcmp(type, "float32") || !strcmp(type, "float"));
         return 0;
     }
     if (!strcmp(type, "boolean")) {
@@ -1681,43 +1684,11 @@ static int put_typed(const dctx *c, const char *col, const cJSON *v, const cJSON
             return fail(c, col, "wrong type: the schema says array, the value is %s %s", json_kind(v),
                         snippet(v, sn, sizeof sn));
         const cJSON *items = member(fs, "items");
-        if (cJSON_IsString(member(items, "name"))) return put_typed_array(c, col, v, items, out);
-        return put_untyped(c, col, v, out);
+        /* items naming a logical type (a date[] of day numbers, a
+         * numeric(p,s)[] of base64 Decimals): each element as a value of it */
+        return put_array(c, col, v, cJSON_IsString(member(items, "name")) ? items : NULL, out);
     }
     return put_untyped(c, col, v, out);
-}
-
-/* An array whose items' schema names a logical type (a date[] of
- * io.debezium.time.Date day numbers, a numeric(p,s)[] of base64 Decimals,
- * a timestamp[] of MicroTimestamps): each element as put_typed writes a
- * value of that type, in PostgreSQL's array text.  Without the schema the
- * elements were stored as Debezium's numbers and base64, which are not
- * the source's values (and COPY refuses a day number as a date). */
-static int put_typed_array(const dctx *c, const char *col, const cJSON *v, const cJSON *items, cdc__buf *out)
-{
-    const cJSON *e;
-    cdc__buf item = {0};
-    int rc = 0;
-    cdc__buf_putc(out, '{');
-    cJSON_ArrayForEach(e, v)
-    {
-        if (e != v->child) cdc__buf_putc(out, ',');
-        if (cJSON_IsNull(e)) {
-            cdc__buf_puts(out, "NULL");
-            continue;
-        }
-        if (cJSON_IsArray(e)) {
-            if ((rc = put_typed_array(c, col, e, items, out))) break;
-            continue;
-        }
-        item.len = 0;
-        if ((rc = put_typed(c, col, e, items, &item))) break;
-        put_array_item(out, item.p ? item.p : "", item.len);
-    }
-    cdc__buf_free(&item);
-    if (rc) return rc;
-    cdc__buf_putc(out, '}');
-    return 0;
 }
 
 /* The field schema named col in fields (a schema "fields" array), trying
@@ -1946,14 +1917,9 @@ static int same_json(const dctx *c, const cJSON *a, const cJSON *b)
 static int key_date_infinity(const dctx *c, const cJSON *kfields, const cJSON *k, cJSON *out)
 {
     if (!cJSON_IsNumber(k) || !num_exact_int(k) || !date_infinity((int64_t)k->valuedouble)) return 0;
-    int date = 0;
-    const cJSON *f;
-    cJSON_ArrayForEach(f, kfields)
-    {
-        const cJSON *fn = member(f, "field"), *tn = member(f, "name");
-        if (cJSON_IsString(fn) && !strcmp(fn->valuestring, k->string) && cJSON_IsString(tn))
-            date = name_is(tn->valuestring, "io.debezium.time.Date", "org.apache.kafka.connect.data.Date");
-    }
+    const cJSON *tn = member(field_schema(kfields, k->string, 0), "name");
+    int date = cJSON_IsString(tn) &&
+               name_is(tn->valuestring, "io.debezium.time.Date", "org.apache.kafka.connect.data.Date");
     if (!date && c->scale && c->table) date = c->scale(c->scale_opaque, c->table, k->string) == CDC__COL_DATE;
     if (!date) return 0;
     memset(out, 0, sizeof *out);
@@ -1976,11 +1942,9 @@ static int key_decimal(const dctx *c, const cJSON *kfields, const cJSON *k, cdc_
 {
     if (!cJSON_IsString(k)) return 0;
     long scale = -1;
-    const cJSON *f;
-    cJSON_ArrayForEach(f, kfields)
-    {
-        const cJSON *fn = member(f, "field"), *tn = member(f, "name");
-        if (!cJSON_IsString(fn) || strcmp(fn->valuestring, k->string)) continue;
+    const cJSON *f = field_schema(kfields, k->string, 0);
+    if (f) {
+        const cJSON *tn = member(f, "name");
         if (!cJSON_IsString(tn) || strcmp(tn->valuestring, "org.apache.kafka.connect.data.Decimal")) return 0;
         const cJSON *sc = member(member(f, "parameters"), "scale");
         char *endp = NULL;
@@ -1990,7 +1954,6 @@ static int key_decimal(const dctx *c, const cJSON *kfields, const cJSON *k, cdc_
             *why = "the key's schema declares a Decimal without a valid scale";
             return -1;
         }
-        break;
     }
     if (scale < 0 && c->scale && c->table) {
         int d = c->scale(c->scale_opaque, c->table, k->string);

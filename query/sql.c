@@ -88,17 +88,17 @@ void cdc__sql_coltext(cdc__buf *b, const cdc__srccol *c)
          * whole microseconds (MicroDuration.durationMicros); then printed as
          * an interval of that many microseconds.  An interval[] is compared
          * as text. */
-        const char *const pre[] = {"make_interval(secs => trunc(((((((", " * 12 + ", ")::float8 * 30.4375 + ",
-                                   "::float8) * 24 + ", "::float8) * 60 + ", "::float8) * 60 + (trunc(",
-                                   ")::float8 + ((", " - trunc("};
-        const char *const part[] = {"year", "month", "day", "hour", "minute", "second", "second", "second"};
-        for (int k = 0; k < 8; k++) {
-            cdc__buf_puts(b, pre[k]);
-            cdc__buf_printf(b, "extract(%s FROM ", part[k]);
-            cdc__sql_ident(b, c->name);
-            cdc__buf_putc(b, ')');
-        }
-        cdc__buf_puts(b, ")) * 1000000)::float8 / 1e6::float8))) * 1e6::float8) / 1e6::float8)::text");
+        cdc__buf id = {0};
+        cdc__sql_ident(&id, c->name);
+        cdc__buf_putc(&id, 0);
+        cdc__buf_printf(b,
+                        "make_interval(secs => trunc(((((((extract(year FROM %1$s) * 12 + extract(month FROM %1$s))::float8 * 30.4375"
+                        " + extract(day FROM %1$s)::float8) * 24 + extract(hour FROM %1$s)::float8) * 60"
+                        " + extract(minute FROM %1$s)::float8) * 60 + (trunc(extract(second FROM %1$s))::float8"
+                        " + ((extract(second FROM %1$s) - trunc(extract(second FROM %1$s))) * 1000000)::float8 / 1e6::float8)))"
+                        " * 1e6::float8) / 1e6::float8)::text",
+                        id.p);
+        cdc__buf_free(&id);
     } else if (!strcmp(t, "numeric")) {
         /* unconstrained: compared without trailing fraction zeros (see
          * cdc__numeric_trim) */

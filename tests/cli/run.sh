@@ -518,21 +518,12 @@ CREATE TABLE f4 (id int PRIMARY KEY, r real);
 INSERT INTO f4 VALUES (1, 1e6), (2, 1.1), (3, 1e-45), (4, 3.4028235e38), (5, '-0'), (6, 'NaN'), (7, 1234567),
   (8, 0.1), (9, 1e15), (10, '-Infinity'), (11, NULL), (12, 100), (13, 1.5e-5);
 SQL
-    cat >"$T/f4.jsonl" <<'JSON'
-{"topic":"shop.public.f4","partition":0,"offset":1,"key":"{\"id\":1}","payload":"{\"op\":\"r\",\"after\":{\"id\":1,\"r\":1000000.0},\"source\":{\"lsn\":10}}"}
-{"topic":"shop.public.f4","partition":0,"offset":2,"key":"{\"id\":2}","payload":"{\"op\":\"r\",\"after\":{\"id\":2,\"r\":1.1},\"source\":{\"lsn\":10}}"}
-{"topic":"shop.public.f4","partition":0,"offset":3,"key":"{\"id\":3}","payload":"{\"op\":\"r\",\"after\":{\"id\":3,\"r\":1.4E-45},\"source\":{\"lsn\":10}}"}
-{"topic":"shop.public.f4","partition":0,"offset":4,"key":"{\"id\":4}","payload":"{\"op\":\"r\",\"after\":{\"id\":4,\"r\":3.4028235E38},\"source\":{\"lsn\":10}}"}
-{"topic":"shop.public.f4","partition":0,"offset":5,"key":"{\"id\":5}","payload":"{\"op\":\"r\",\"after\":{\"id\":5,\"r\":-0.0},\"source\":{\"lsn\":10}}"}
-{"topic":"shop.public.f4","partition":0,"offset":6,"key":"{\"id\":6}","payload":"{\"op\":\"r\",\"after\":{\"id\":6,\"r\":\"NaN\"},\"source\":{\"lsn\":10}}"}
-{"topic":"shop.public.f4","partition":0,"offset":7,"key":"{\"id\":7}","payload":"{\"op\":\"r\",\"after\":{\"id\":7,\"r\":1234567.0},\"source\":{\"lsn\":10}}"}
-{"topic":"shop.public.f4","partition":0,"offset":8,"key":"{\"id\":8}","payload":"{\"op\":\"r\",\"after\":{\"id\":8,\"r\":0.1},\"source\":{\"lsn\":10}}"}
-{"topic":"shop.public.f4","partition":0,"offset":9,"key":"{\"id\":9}","payload":"{\"op\":\"r\",\"after\":{\"id\":9,\"r\":9.9999999E14},\"source\":{\"lsn\":10}}"}
-{"topic":"shop.public.f4","partition":0,"offset":10,"key":"{\"id\":10}","payload":"{\"op\":\"r\",\"after\":{\"id\":10,\"r\":\"-Infinity\"},\"source\":{\"lsn\":10}}"}
-{"topic":"shop.public.f4","partition":0,"offset":11,"key":"{\"id\":11}","payload":"{\"op\":\"r\",\"after\":{\"id\":11,\"r\":null},\"source\":{\"lsn\":10}}"}
-{"topic":"shop.public.f4","partition":0,"offset":12,"key":"{\"id\":12}","payload":"{\"op\":\"r\",\"after\":{\"id\":12,\"r\":100.0},\"source\":{\"lsn\":10}}"}
-{"topic":"shop.public.f4","partition":0,"offset":13,"key":"{\"id\":13}","payload":"{\"op\":\"r\",\"after\":{\"id\":13,\"r\":1.5E-5},\"source\":{\"lsn\":10}}"}
-JSON
+    i=0
+    for r in 1000000.0 1.1 1.4E-45 3.4028235E38 -0.0 '\"NaN\"' 1234567.0 0.1 9.9999999E14 '\"-Infinity\"' null 100.0 1.5E-5; do
+        i=$((i + 1))
+        printf '{"topic":"shop.public.f4","partition":0,"offset":%d,"key":"{\\"id\\":%d}","payload":"{\\"op\\":\\"r\\",\\"after\\":{\\"id\\":%d,\\"r\\":%s},\\"source\\":{\\"lsn\\":10}}"}\n' \
+            $i $i $i "$r"
+    done >"$T/f4.jsonl"
     run apply --db "$T/f4" --quiet "$T/f4.jsonl"
     check "real without a schema: applied (exit $rc: $(head -c 200 "$T/err"))" test "$rc" = 0
     for ranges in 1 4; do

@@ -599,6 +599,8 @@ Test(decode, date_infinity_in_both_encodings)
     cdc__event_free(&ev);
 }
 
+static const char *typed_value(const char *field_schema, const char *value);
+
 /* A point (io.debezium.data.geometry.Point, a struct of x, y, wkb and srid;
  * real output of Debezium 3.6.1) is stored as PostgreSQL's text of it, with
  * or without a schema; an object of other members stays JSON. */
@@ -612,17 +614,12 @@ Test(decode, point_as_postgresql_text)
     cr_expect_str_eq(value_of("\"p\":{\"x\":1,\"y\":2,\"z\":3}", "p"), "{\"x\":1,\"y\":2,\"z\":3}");
     cr_expect_str_eq(value_of("\"p\":{\"x\":\"NaN\",\"y\":\"-Infinity\",\"wkb\":\"AQ==\",\"srid\":null}", "p"),
                      "(NaN,-Infinity)");
-    snprintf(v, sizeof v,
-             "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"field\":\"after\",\"fields\":["
-             "{\"type\":\"int32\",\"field\":\"id\"},{\"type\":\"struct\",\"name\":\"io.debezium.data.geometry.Point\","
-             "\"field\":\"p\",\"fields\":[{\"type\":\"double\",\"field\":\"x\"},{\"type\":\"double\",\"field\":\"y\"},"
-             "{\"type\":\"bytes\",\"field\":\"wkb\"},{\"type\":\"int32\",\"optional\":true,\"field\":\"srid\"}]}]}]},"
-             "\"payload\":{\"op\":\"c\",\"source\":{\"lsn\":1},\"after\":{\"id\":1,\"p\":%s}}}",
-             pt);
-    cdc__event ev = {0};
-    expect_ok("{\"id\":1}", v, &ev);
-    cr_expect_str_eq(col(&ev, "p"), "(1.5,-2.25)");
-    cdc__event_free(&ev);
+    cr_expect_str_eq(typed_value("{\"type\":\"struct\",\"name\":\"io.debezium.data.geometry.Point\",\"field\":\"x\","
+                                 "\"fields\":[{\"type\":\"double\",\"field\":\"x\"},{\"type\":\"double\",\"field\":\"y\"},"
+                                 "{\"type\":\"bytes\",\"field\":\"wkb\"},{\"type\":\"int32\",\"optional\":true,"
+                                 "\"field\":\"srid\"}]}",
+                                 pt),
+                     "(1.5,-2.25)");
 }
 
 /* An interval (MicroDuration: microseconds, a month 30.4375 days) is stored
@@ -636,18 +633,10 @@ Test(decode, interval_as_postgresql_text)
         {"86399000000", "23:59:59"},           {"-2457000000001", "-682:30:00.000001"},
         {"9223372036854775807", "2562047788:00:54.775807"},
     };
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-        char val[1024];
-        snprintf(val, sizeof val,
-                 "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"field\":\"after\",\"fields\":["
-                 "{\"type\":\"int32\",\"field\":\"id\"},{\"type\":\"int64\",\"name\":\"io.debezium.time.MicroDuration\","
-                 "\"field\":\"d\"}]}]},\"payload\":{\"op\":\"c\",\"source\":{\"lsn\":1},\"after\":{\"id\":1,\"d\":%s}}}",
-                 v[i].us);
-        cdc__event ev = {0};
-        expect_ok("{\"id\":1}", val, &ev);
-        cr_expect_str_eq(col(&ev, "d"), v[i].text, "%s us", v[i].us);
-        cdc__event_free(&ev);
-    }
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        cr_expect_str_eq(typed_value("{\"type\":\"int64\",\"name\":\"io.debezium.time.MicroDuration\",\"field\":\"x\"}",
+                                     v[i].us),
+                         v[i].text, "%s us", v[i].us);
 }
 
 /* Arrays whose items' schema names a logical type: each element as a value
@@ -656,26 +645,22 @@ Test(decode, interval_as_postgresql_text)
  * before. */
 Test(decode, typed_array_elements)
 {
-    const char *v =
-        "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"field\":\"after\",\"fields\":["
-        "{\"type\":\"int32\",\"field\":\"id\"},"
-        "{\"type\":\"array\",\"items\":{\"type\":\"int32\",\"optional\":true,\"name\":\"io.debezium.time.Date\"},"
-        "\"field\":\"ds\"},"
-        "{\"type\":\"array\",\"items\":{\"type\":\"bytes\",\"optional\":true,"
-        "\"name\":\"org.apache.kafka.connect.data.Decimal\",\"parameters\":{\"scale\":\"2\"}},\"field\":\"ns\"},"
-        "{\"type\":\"array\",\"items\":{\"type\":\"int64\",\"optional\":true,"
-        "\"name\":\"io.debezium.time.MicroTimestamp\"},\"field\":\"ts\"},"
-        "{\"type\":\"array\",\"items\":{\"type\":\"int32\",\"optional\":true},\"field\":\"is\"}"
-        "]}]},\"payload\":{\"op\":\"c\",\"source\":{\"lsn\":1},\"after\":{\"id\":1,"
-        "\"ds\":[18262,-622191234,null,-719162],\"ns\":[\"AJY=\",null,\"/2o=\"],"
-        "\"ts\":[1577836800000000,-62135596800000000],\"is\":[1,null,-2]}}}";
-    cdc__event ev = {0};
-    expect_ok("{\"id\":1}", v, &ev);
-    cr_expect_str_eq(col(&ev, "ds"), "{2020-01-01,infinity,NULL,0001-01-01}");
-    cr_expect_str_eq(col(&ev, "ns"), "{1.50,NULL,-1.50}");
-    cr_expect_str_eq(col(&ev, "ts"), "{\"2020-01-01 00:00:00\",\"0001-01-01 00:00:00\"}");
-    cr_expect_str_eq(col(&ev, "is"), "{1,NULL,-2}");
-    cdc__event_free(&ev);
+    cr_expect_str_eq(typed_value("{\"type\":\"array\",\"items\":{\"type\":\"int32\",\"optional\":true,"
+                                 "\"name\":\"io.debezium.time.Date\"},\"field\":\"x\"}",
+                                 "[18262,-622191234,null,-719162]"),
+                     "{2020-01-01,infinity,NULL,0001-01-01}");
+    cr_expect_str_eq(typed_value("{\"type\":\"array\",\"items\":{\"type\":\"bytes\",\"optional\":true,"
+                                 "\"name\":\"org.apache.kafka.connect.data.Decimal\",\"parameters\":{\"scale\":\"2\"}},"
+                                 "\"field\":\"x\"}",
+                                 "[\"AJY=\",null,\"/2o=\"]"),
+                     "{1.50,NULL,-1.50}");
+    cr_expect_str_eq(typed_value("{\"type\":\"array\",\"items\":{\"type\":\"int64\",\"optional\":true,"
+                                 "\"name\":\"io.debezium.time.MicroTimestamp\"},\"field\":\"x\"}",
+                                 "[1577836800000000,-62135596800000000]"),
+                     "{\"2020-01-01 00:00:00\",\"0001-01-01 00:00:00\"}");
+    cr_expect_str_eq(typed_value("{\"type\":\"array\",\"items\":{\"type\":\"int32\",\"optional\":true},\"field\":\"x\"}",
+                                 "[1,null,-2]"),
+                     "{1,NULL,-2}");
 }
 
 /* A NUMERIC(p,s) key in Debezium's default precise mode (base64 of the
