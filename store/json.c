@@ -19,6 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "internal.h"
 
@@ -135,6 +138,36 @@ static int hex4(const char *p, const char *end, unsigned *v)
     return 0;
 }
 
+/* Copies the run of p that holds no quote and no backslash to *o; returns
+ * where the run stops (at one of them, or at end).  Sixteen bytes at a time
+ * where SSE2 is there (every x86-64): the bytes are stored before they are
+ * tested, so the caller must have room for sixteen bytes past what a run
+ * writes, which cdc__json_read_string's reservation gives (the output is
+ * never longer than the input read, and a block is stored only while
+ * sixteen bytes of input remain). */
+static inline const char *copy_plain(const char *p, const char *end, char **op)
+{
+    char *o = *op;
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+    while (end - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)));
+        _mm_storeu_si128((__m128i *)(void *)o, v);
+        if (m) {
+            unsigned k = (unsigned)__builtin_ctz(m);
+            *op = o + k;
+            return p + k;
+        }
+        p += 16;
+        o += 16;
+    }
+#endif
+    while (p < end && *p != '"' && *p != '\\') *o++ = *p++;
+    *op = o;
+    return p;
+}
+
 const char *cdc__json_read_string(const char *p, const char *end, cdc__buf *b)
 {
     if (p >= end || *p != '"') return NULL;
@@ -147,7 +180,7 @@ const char *cdc__json_read_string(const char *p, const char *end, cdc__buf *b)
     cdc__buf_reserve(b, (size_t)(end - p));
     char *o = b->p + b->len;
     for (p++; p < end; p++) {
-        while (p < end && *p != '"' && *p != '\\') *o++ = *p++;
+        p = copy_plain(p, end, &o);
         if (p >= end) break;
         if (*p == '"') {
             b->len = (size_t)(o - b->p);

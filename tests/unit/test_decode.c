@@ -2008,3 +2008,84 @@ Test(json, string_writer)
     cr_expect_str_eq(b.p, "\"a\\\"b\\\\c\\n\\t\\u0001\\u007f\\u009b\xc3\xa9\xe2\x82\xac\\ufffd\\ufffd\"");
     cdc__buf_free(&b);
 }
+
+/* The string reader (kcat -J lines: the payload is one JSON string) copies
+ * plain runs sixteen bytes at a time: every length, with the quotes,
+ * backslashes, control characters and UTF-8 the writer escapes at every
+ * offset of a block, read back equal, ending just past the closing quote,
+ * appended to what the buffer holds; a literal cut anywhere is refused. */
+Test(json, string_reader_every_offset)
+{
+    const char *pieces[] = {"\"", "\\", "\n", "\x01", "\xc3\xa9", "\xf0\x9f\x98\x80", "/", "\x7f"};
+    unsigned seed = 7;
+    for (size_t len = 0; len < 80; len++)
+        for (size_t at = 0; at <= len; at++)
+            for (size_t k = 0; k < sizeof pieces / sizeof *pieces; k++) {
+                cdc__buf in = {0}, lit = {0}, out = {0};
+                for (size_t i = 0; i < len; i++) {
+                    if (i == at) cdc__buf_put(&in, pieces[k], strlen(pieces[k]));
+                    seed = seed * 1103515245u + 12345u;
+                    cdc__buf_putc(&in, (char)('a' + (seed >> 16) % 26));
+                }
+                if (at == len) cdc__buf_put(&in, pieces[k], strlen(pieces[k]));
+                cdc__json_put_string(&lit, in.p, in.len);
+                size_t litlen = lit.len;
+                cdc__buf_put(&lit, ",\"x\":\"tail\"}", 12);
+                cdc__buf_put(&out, "prefix", 6);
+                const char *end = cdc__json_read_string(lit.p, lit.p + lit.len, &out);
+                cr_assert(end == lit.p + litlen, "length %zu, piece %zu at %zu: stopped at %td of %zu", len, k, at,
+                          end ? end - lit.p : -1, litlen);
+                cr_assert(out.len == 6 + in.len && !memcmp(out.p, "prefix", 6) && !memcmp(out.p + 6, in.p, in.len),
+                          "length %zu, piece %zu at %zu: read back different", len, k, at);
+                for (size_t cut = 0; cut < litlen; cut++) {
+                    out.len = 0;
+                    cr_assert(!cdc__json_read_string(lit.p, lit.p + cut, &out), "cut at %zu of %zu read", cut,
+                              litlen);
+                }
+                cdc__buf_free(&in);
+                cdc__buf_free(&lit);
+                cdc__buf_free(&out);
+            }
+}
+
+/* A column named twice in a row is refused, naming it, whatever the row's
+ * width (pairs up to 16 columns, a hash set past that) and wherever the two
+ * stand; the same rows without the repeat decode. */
+Test(decode, column_named_twice)
+{
+    const int widths[] = {2, 3, 16, 17, 31, 64, 200, 1600};
+    for (size_t w = 0; w < sizeof widths / sizeof *widths; w++) {
+        int n = widths[w];
+        int pairs[][2] = {{0, 1}, {0, n - 1}, {n - 2, n - 1}, {n / 2, n / 2 + 1}, {1, n / 2}};
+        for (size_t p = 0; p < sizeof pairs / sizeof *pairs; p++) {
+            int a = pairs[p][0], b = pairs[p][1];
+            if (a < 1 || b <= a || b >= n) continue; /* column 0 is the key, id */
+            for (int twice = 0; twice <= 1; twice++) {
+                cdc__buf v = {0};
+                char col[32];
+                cdc__buf_puts(&v, "{\"op\":\"c\",\"after\":{\"id\":1");
+                for (int i = 1; i < n; i++) {
+                    /* names differing only past a shared first byte, as in a real table */
+                    snprintf(col, sizeof col, ",\"c_%d\":%d", twice && i == b ? a : i, i);
+                    cdc__buf_puts(&v, col);
+                }
+                cdc__buf_puts(&v, "},\"source\":{\"lsn\":5}}");
+                cdc__buf_putc(&v, 0);
+                if (twice) {
+                    snprintf(col, sizeof col, "c_%d", a);
+                    expect_bad("{\"id\":1}", v.p, "appears twice");
+                    cdc__event ev = {0};
+                    cdc_error_t err;
+                    dec("{\"id\":1}", v.p, &ev, &err);
+                    cr_assert(strstr(err.msg, col), "width %d, %d and %d: \"%s\" does not name %s", n, a, b, err.msg,
+                              col);
+                } else {
+                    cdc__event ev = {0};
+                    expect_ok("{\"id\":1}", v.p, &ev);
+                    cdc__event_free(&ev);
+                }
+                cdc__buf_free(&v);
+            }
+        }
+    }
+}
