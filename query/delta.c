@@ -99,6 +99,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -490,9 +492,13 @@ typedef struct writer {
     size_t ncols;
     int64_t version;
     uint64_t file_rows;
+    _Atomic size_t *nfiles; /* files named so far, by every writer: their index */
+    _Atomic uint64_t *rows_shared; /* rows written by every writer, for progress */
+    _Atomic uint64_t *bytes_shared; /* and their bytes */
+    int progress;           /* 1: this writer calls opts->progress (one writer only) */
     added *a;
     size_t na, cap;
-    uint64_t rows_done;     /* for progress */
+    uint64_t rows_done;     /* by this writer */
     uint64_t bytes;
     /* the file being written */
     cdc__pq *pq;
@@ -517,7 +523,7 @@ static int file_open(writer *w, const char *lower, size_t lower_len, cdc_error_t
     }
     added *a = &w->a[w->na++];
     memset(a, 0, sizeof *a);
-    if (asprintf(&a->path, "part-%05lld-%05zu-%08x.%s.parquet", (long long)w->version, w->na - 1, rnd,
+    if (asprintf(&a->path, "part-%05lld-%05zu-%08x.%s.parquet", (long long)w->version, atomic_fetch_add(w->nfiles, 1), rnd,
                  codec_ext(w->opts->compression)) < 0)
         abort();
     cdc__buf_put(&a->lower, lower, lower_len);
@@ -539,6 +545,7 @@ static int file_flush(writer *w, cdc_error_t *err)
     if (rc) return cdc__err(err, rc, "%s/%s: %s", w->dir, w->cur->path, strerror(-rc));
     w->off += w->out.len;
     w->bytes += w->out.len;
+    atomic_fetch_add(w->bytes_shared, w->out.len);
     w->out.len = 0;
     return 0;
 }
@@ -607,8 +614,11 @@ static int write_range(writer *w, const cdc__buf *lo, const cdc__buf *hi, cdc_er
         w->cur->hash += cdc__row_hash(row.values, row.lens, NULL, row.ncols, CDC_HASH_LOOKUP3, &scratch);
         in_file++;
         if (w->out.len >= (1u << 20) && (rc = file_flush(w, err))) break;
-        if (++w->rows_done % 100000 == 0 && w->opts->progress)
-            w->opts->progress(w->opts->progress_opaque, w->rows_done, w->bytes);
+        if (++w->rows_done % 10000 == 0) {
+            uint64_t all = atomic_fetch_add(w->rows_shared, 10000) + 10000;
+            if (w->progress && w->opts->progress && all % 100000 < 10000)
+                w->opts->progress(w->opts->progress_opaque, all, atomic_load(w->bytes_shared));
+        }
     }
     if (rc == 0) rc = file_close(w, hi->p, hi->len, err);
     else if (rc < 0 && w->pq) {
@@ -620,6 +630,94 @@ closeit:
     cdc_iter_close(it);
 done:
     cdc__buf_free(&scratch);
+    return rc;
+}
+
+/* ---- Writers on both cores ----
+ *
+ * Writing a file (reading its rows, encoding Parquet, hashing them for the
+ * tags) is what an export spends its time on, and files are independent:
+ * each holds its own key range.  So the ranges to write are shared between
+ * two writers, each on its own thread with its own iterator, Parquet context
+ * and files: a full export of a large table is cut in two at the middle of
+ * its key span (cdc__export_split: a single integer key, 1,000,000 rows or
+ * more; the two halves meet at the middle key, so the ranges stay
+ * contiguous), and a refresh hands its changed ranges out in turn.  The
+ * files of both are then listed in key order, as one writer would have
+ * written them.  CDC_EXPORT_THREADS=1 keeps one writer; =2 splits even a
+ * small table (tests).  Measured on tests/query/bench.sh's 10,000,000 rows:
+ * see README.md ("Analytics exports"). */
+
+typedef struct job {
+    const cdc__buf *lo, *hi;
+} job;
+
+typedef struct worker {
+    writer w;
+    const job *jobs;
+    size_t njobs, first, step; /* jobs first, first + step, ... */
+    int rc;
+    cdc_error_t err;
+} worker;
+
+static void *worker_main(void *arg)
+{
+    worker *k = arg;
+    for (size_t j = k->first; j < k->njobs && !k->rc; j += k->step)
+        k->rc = write_range(&k->w, k->jobs[j].lo, k->jobs[j].hi, &k->err);
+    return NULL;
+}
+
+static int cmp_added(const void *a, const void *b)
+{
+    const added *x = a, *y = b;
+    size_t n = x->lower.len < y->lower.len ? x->lower.len : y->lower.len;
+    int c = n ? memcmp(x->lower.p, y->lower.p, n) : 0;
+    return c ? c : (x->lower.len > y->lower.len) - (x->lower.len < y->lower.len);
+}
+
+/* Writes the ranges of jobs with one writer, or two when threads says so,
+ * and leaves every file written (also on failure, for the caller to remove)
+ * in w's list, in key order.  0, or the first failure in err. */
+static int write_jobs(writer *w, const job *jobs, size_t njobs, int threads, cdc_error_t *err)
+{
+    if (threads < 2 || njobs < 2) {
+        int rc = 0;
+        for (size_t j = 0; j < njobs && !rc; j++) rc = write_range(w, jobs[j].lo, jobs[j].hi, err);
+        return rc;
+    }
+    worker k[2];
+    for (int i = 0; i < 2; i++) {
+        k[i] = (worker){.w = *w, .jobs = jobs, .njobs = njobs, .first = (size_t)i, .step = 2};
+        k[i].w.a = NULL;
+        k[i].w.na = k[i].w.cap = 0;
+        k[i].w.out = (cdc__buf){0};
+        k[i].w.progress = w->progress && i == 0;
+    }
+    pthread_t th;
+    int started = pthread_create(&th, NULL, worker_main, &k[1]) == 0;
+    if (!started) k[0].step = 1; /* no second thread: this one takes every job */
+    worker_main(&k[0]);
+    if (started) pthread_join(th, NULL);
+    int rc = 0;
+    for (int i = 0; i < 2; i++) {
+        if (!rc && k[i].rc) {
+            rc = k[i].rc;
+            *err = k[i].err;
+        }
+        for (size_t f = 0; f < k[i].w.na; f++) {
+            if (w->na == w->cap) {
+                w->cap = w->cap ? 2 * w->cap : 16;
+                w->a = cdc__realloc(w->a, w->cap * sizeof *w->a);
+            }
+            w->a[w->na++] = k[i].w.a[f];
+        }
+        free(k[i].w.a);
+        cdc__buf_free(&k[i].w.out);
+        w->bytes += k[i].w.bytes;
+        w->rows_done += k[i].w.rows_done;
+    }
+    qsort(w->a, w->na, sizeof *w->a, cmp_added);
     return rc;
 }
 
@@ -827,15 +925,34 @@ int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir, const 
     const char **pqtypes = cdc__calloc(n + 1, sizeof *pqtypes);
     int ntz;
     make_schema(names, types, n, &schema, pqtypes, &ntz);
+    _Atomic size_t nfiles = 0;
+    _Atomic uint64_t rows_shared = 0, bytes_shared = 0;
     writer w = {.st = st, .table = table, .dir = dir, .opts = opts, .names = names, .pqtypes = pqtypes, .ncols = n,
-                .version = l.version + 1, .file_rows = opts->file_rows ? opts->file_rows : 250000, .fd = -1};
+                .version = l.version + 1, .file_rows = opts->file_rows ? opts->file_rows : 250000, .fd = -1,
+                .nfiles = &nfiles, .rows_shared = &rows_shared, .bytes_shared = &bytes_shared, .progress = 1};
+    const char *env = getenv("CDC_EXPORT_THREADS");
+    int threads = env && !strcmp(env, "1") ? 1 : 2;
+    job *jobs = NULL;
+    size_t njobs = 0;
+    cdc__buf mid = {0};
     int full = l.version < 0 || strcmp(l.schema, schema.p) || !ranges_cover(&l);
     r.created = l.version < 0;
     r.schema_changed = l.version >= 0 && strcmp(l.schema, schema.p) != 0;
     int64_t ms = now_ms();
     cdc__buf empty = {0};
     if (full) {
-        if ((rc = write_range(&w, &empty, &empty, err))) goto fail;
+        int64_t m;
+        jobs = cdc__calloc(2, sizeof *jobs);
+        if (threads > 1 && cdc__export_split(st, table, 0, env ? 1 : 1000000, &m) == 0) {
+            cdc__key_add_int(&mid, m);
+            jobs[0] = (job){&empty, &mid};
+            jobs[1] = (job){&mid, &empty};
+            njobs = 2;
+        } else {
+            jobs[0] = (job){&empty, &empty};
+            njobs = 1;
+        }
+        if ((rc = write_jobs(&w, jobs, njobs, threads, err))) goto fail;
         r.ranges_changed = r.ranges_checked = 1;
     } else {
         int all = 1;
@@ -851,13 +968,15 @@ int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir, const 
             for (size_t k = i; k < j; k++)
                 l.f[k].changed = l.f[k].now_rows != l.f[k].rows || l.f[k].now_hash != l.f[k].hash;
         }
+        jobs = cdc__calloc(l.n + 1, sizeof *jobs);
         for (size_t i = 0; i < l.n; i++) {
             dfile *f = &l.f[i];
             r.ranges_checked++;
             if (!f->changed) continue;
             r.ranges_changed++;
-            if ((rc = write_range(&w, &f->lower, &f->upper, err))) goto fail;
+            jobs[njobs++] = (job){&f->lower, &f->upper};
         }
+        if ((rc = write_jobs(&w, jobs, njobs, threads, err))) goto fail;
         if (!r.ranges_changed) { /* nothing to commit */
             for (size_t i = 0; i < l.n; i++) r.rows += l.f[i].rows;
             r.files_kept = l.n;
@@ -925,6 +1044,8 @@ out:
         cdc__buf_free(&w.a[i].stats);
     }
     free(w.a);
+    free(jobs);
+    cdc__buf_free(&mid);
     cdc__buf_free(&w.out);
     cdc__buf_free(&schema);
     cdc__buf_free(&c);

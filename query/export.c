@@ -221,22 +221,14 @@ static int has_row_from(cdc_store_t *st, const char *table, int64_t k, int inclu
     return r;
 }
 
-/* Where to cut a large export in two: the middle of the key span, for a
- * single integer key (found by seeking: the first key, then a binary search
- * for the last).  0 and *mid set, or -1: export in one piece. */
-static int split_point(cdc_store_t *st, const char *table, const cdc_export_options_t *opts,
-                       const cdc__export_format *fmt, int fd, int64_t *mid)
+/* The middle of the key span of table's view, for a single integer key
+ * (found by seeking: the first key, then a binary search for the last),
+ * when the view holds min_rows rows or more.  0 and *mid set, or -1. */
+int cdc__export_split(cdc_store_t *st, const char *table, int include_deleted, uint64_t min_rows, int64_t *mid)
 {
-    const char *env = getenv("CDC_EXPORT_THREADS");
-    if ((env && !strcmp(env, "1")) || opts->lower_json || opts->upper_json || !(fmt->concat_rows || fmt->adopt))
-        return -1;
-    struct stat sb;
-    int fl = fcntl(fd, F_GETFL);
-    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || fl < 0 || (fl & O_APPEND)) return -1;
     cdc_stats_t stats = {0};
-    uint64_t min_rows = env ? 1 : 1000000; /* CDC_EXPORT_THREADS=2 forces it, for tests */
     if (cdc_store_stats(st, table, &stats, NULL) || stats.rows_live < min_rows) return -1;
-    cdc_iter_options_t io = {.include_deleted = opts->meta, .no_key_json = 1};
+    cdc_iter_options_t io = {.include_deleted = include_deleted, .no_key_json = 1};
     cdc_iter_t *it;
     cdc_row_t row;
     if (cdc_iter_open(st, table, &io, &it, NULL)) return -1;
@@ -248,12 +240,27 @@ static int split_point(cdc_store_t *st, const char *table, const cdc_export_opti
     while (lo < hi) {
         uint64_t d = (uint64_t)hi - (uint64_t)lo; /* >= 1; m in (lo, hi] without overflow */
         int64_t m = (int64_t)((uint64_t)lo + d / 2 + (d & 1));
-        if (has_row_from(st, table, m, opts->meta)) lo = m;
+        if (has_row_from(st, table, m, include_deleted)) lo = m;
         else hi = m - 1;
     }
     if (lo - first < 2) return -1;
     *mid = first + (int64_t)(((uint64_t)lo - (uint64_t)first) / 2);
     return 0;
+}
+
+/* Where to cut a large export in two (cdc__export_split), when the format
+ * and the descriptor allow it.  0 and *mid set, or -1: export in one piece. */
+static int split_point(cdc_store_t *st, const char *table, const cdc_export_options_t *opts,
+                       const cdc__export_format *fmt, int fd, int64_t *mid)
+{
+    const char *env = getenv("CDC_EXPORT_THREADS");
+    if ((env && !strcmp(env, "1")) || opts->lower_json || opts->upper_json || !(fmt->concat_rows || fmt->adopt))
+        return -1;
+    struct stat sb;
+    int fl = fcntl(fd, F_GETFL);
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || fl < 0 || (fl & O_APPEND)) return -1;
+    uint64_t min_rows = env ? 1 : 1000000; /* CDC_EXPORT_THREADS=2 forces it, for tests */
+    return cdc__export_split(st, table, opts->meta, min_rows, mid);
 }
 
 /* A temporary file for the second half, unlinked already. */

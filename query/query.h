@@ -127,6 +127,11 @@ uint64_t cdc__row_hash(const char *const *values, const size_t *lens, const size
 /* PostgreSQL's hash_bytes_extended(k, n, 0), i.e. hashtextextended(t, 0). */
 uint64_t cdc__lookup3(const void *data, size_t n);
 
+/* The middle of the key span of table's view (a single integer key, and
+ * min_rows rows or more), where an export is cut in two for two threads.
+ * 0 and *mid set, or -1 (export.c). */
+int cdc__export_split(cdc_store_t *st, const char *table, int include_deleted, uint64_t min_rows, int64_t *mid);
+
 /* ---- Keys (keys.c) ---- */
 
 enum { CDC__KP_INT = 1, CDC__KP_TEXT = 2 };
