@@ -2068,6 +2068,20 @@ static int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj, const cJSON *k
     return 0;
 }
 
+/* What the parser stopped at, when it is well-formed JSON that is not
+ * text: an escaped UTF-16 surrogate without its pair (JSON's grammar allows
+ * it, Unicode has no such character, PostgreSQL text cannot hold one). */
+static const char *json_error_hint(const char *p, size_t n, size_t pos)
+{
+    if (pos + 6 > n || p[pos] != '\\' || p[pos + 1] != 'u') return "";
+    unsigned cp = 0;
+    if (fj_hex4(p + pos + 2, &cp)) return "";
+    return cp >= 0xD800 && cp <= 0xDFFF
+               ? ": an escaped UTF-16 surrogate without its pair, which is no character (PostgreSQL text cannot "
+                 "hold it)"
+               : "";
+}
+
 /* Parses rec->key.  *kroot is the parsed document (to delete), *kobj the key
  * object or NULL when the record has no key. */
 static int parse_kafka_key(const dctx *c, cJSON **kroot, const cJSON **kobj)
@@ -2078,7 +2092,7 @@ static int parse_kafka_key(const dctx *c, cJSON **kroot, const cJSON **kobj)
     if (!r->key || r->key_len == 0) return 0;
     size_t pos = 0;
     cJSON *k = parse_json(r->key, r->key_len, &pos);
-    if (!k) return fail(c, NULL, "malformed JSON in the Kafka key at byte %zu", pos);
+    if (!k) return fail(c, NULL, "malformed JSON in the Kafka key at byte %zu%s", pos, json_error_hint(r->key, r->key_len, pos));
     *kroot = k;
     const cJSON *o = k;
     if (is_wrapped(o)) o = member(o, "payload");
@@ -2407,7 +2421,9 @@ static int decode_record(const cdc_record_t *rec, cdc__scale_fn scale, void *sca
         return CDC_EDECODE;
     size_t pos = 0;
     cJSON *root = parse_json(rec->value, rec->value_len, &pos);
-    if (!root) return fail(&c, NULL, "malformed JSON in the record value at byte %zu", pos);
+    if (!root)
+        return fail(&c, NULL, "malformed JSON in the record value at byte %zu%s", pos,
+                    json_error_hint(rec->value, rec->value_len, pos));
     if (cJSON_IsNull(root) || (is_wrapped(root) && cJSON_IsNull(member(root, "payload")))) {
         doc_release(root);
         return 1;

@@ -1042,8 +1042,36 @@ static int note_columns(apply_ctx *a, cdc__table *t, const cdc__event *ev, const
     return cdc__table_note_columns(t, ver, a->present, &ev->defaults);
 }
 
+/* The column history of a change the fold skips (one followed by a delete
+ * in the same batch): its columns are noted as if it had been folded, since
+ * in a batch of its own it would have been, and the columns a table has
+ * must not depend on where the stream was cut (a table whose every row was
+ * deleted in the batch that created it lost its other columns from the
+ * export's header). */
+static int note_skipped_columns(apply_ctx *a, cdc__table *t, const cdc__event *ev, const cdc__version *ver)
+{
+    const char *p = ev->row.p, *end = ev->row.p + ev->row.len;
+    uint64_t n = 0;
+    size_t n0 = t->ncols;
+    if (ev->row.len && cdc__get_varint(&p, end, &n)) return CDC_ECORRUPT;
+    if (a->prescap < t->ncols + n) {
+        a->prescap = (t->ncols + n) * 2;
+        a->present = cdc__realloc(a->present, a->prescap);
+    }
+    memset(a->present, 0, t->ncols + n);
+    for (uint64_t i = 0; i < n; i++) {
+        const char *name, *v;
+        size_t nl, vl;
+        int tag;
+        if (cdc__evrow_next(&p, end, &name, &nl, &tag, &v, &vl)) return CDC_ECORRUPT;
+        a->present[cdc__table_col(t, name, nl)] = 1;
+    }
+    for (size_t c = n0; n0 && c < t->ncols; c++) t->colmeta[c].added_later = 1;
+    return cdc__table_note_columns(t, ver, a->present, &ev->defaults);
+}
+
 /* Folds every event newer than the state, in version order.  A change
- * followed by a delete in the same batch is skipped.
+ * followed by a delete in the same batch is skipped (its columns noted).
  *
  * What a tombstone holds: the key columns and the delete's version, every
  * other column NULL.  The stored state must be a function of the events,
@@ -1068,7 +1096,10 @@ static int fold_events(apply_ctx *a, cdc__table *t, size_t m, uint64_t *kept, ui
         const cdc__event *ev = &a->evs[a->order[j]];
         int del = ev->action == CDC__ACT_DELETE;
         if (f->exists && cdc__version_cmp(&s->ver, &f->ver) <= 0) continue;
-        if (last_delete < m && j < last_delete && !del) continue;
+        if (last_delete < m && j < last_delete && !del) {
+            if (note_skipped_columns(a, t, ev, &s->ver)) return CDC_ECORRUPT;
+            continue;
+        }
         int live = f->exists && !(f->flags & CDC__F_DELETED);
         if (del) {
             f->flags = CDC__F_DELETED; /* columns: tombstone_key, after the fold */

@@ -1383,6 +1383,10 @@ static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v
      * indexes only grow); a column the row does not hold reads as its
      * default, or as NULL and unknown (see "Column history"). */
     cdc__table_live((cdc__table *)t);
+    /* A deleted row (a tombstone: the key columns only) lacks the others
+     * by design, not for want of a default: they read as NULL (not as a
+     * default the row never held), and none counts as unknown. */
+    int deleted = !!(val.flags & CDC__F_DELETED);
     uint32_t unknown = 0;
     for (size_t j = 0; j < t->nlive; j++) {
         size_t i = t->live[j];
@@ -1390,9 +1394,9 @@ static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v
         vals[j] = vals[i];
         lens[j] = lens[i];
         if (lens[j] == CDC__ABSENT) {
-            vals[j] = m->dflt_known ? m->dflt : NULL;
+            vals[j] = m->dflt_known && !deleted ? m->dflt : NULL;
             lens[j] = vals[j] ? strlen(vals[j]) : 0;
-            unknown += !m->dflt_known;
+            unknown += !m->dflt_known && !deleted;
         }
     }
     memset(row, 0, sizeof *row);

@@ -657,6 +657,48 @@ Test(schema, added_column_takes_the_schema_default)
     free(dir);
 }
 
+/* A table whose rows were all deleted keeps the columns its changes had,
+ * at every batch size (in one batch the fold skips a change its delete
+ * follows: its columns are noted all the same), and its deleted rows, as
+ * --meta exports them, hold NULL in every column but the key: not unknown
+ * (no warning), and not a schema default they never held. */
+Test(schema, deleted_rows_keep_the_columns_and_read_null)
+{
+    for (size_t bs = 1; bs <= 4; bs++) {
+        char *dir = tu_tmpdir();
+        cdc_store_t *st = tu_open(dir);
+        recs rs = {0};
+        long o = 0;
+        recs_add(&rs, T, 0, o++, strdup("{\"order_id\":1}"),
+                 env_schema("c",
+                            "[" F_ID "," F_V("int32") ",{\"type\":\"string\",\"optional\":true,\"default\":\"eu\","
+                            "\"field\":\"region\"}]",
+                            "{\"order_id\":1,\"v\":5,\"region\":\"us\"}", 200, "false"));
+        recs_add(&rs, T, 0, o++, strdup("{\"order_id\":1}"),
+                 env_t("public.orders", "d", "{\"order_id\":1,\"v\":null,\"region\":null}", NULL, 300, "false"));
+        recs_add(&rs, T, 0, o++, strdup("{\"order_id\":1}"), NULL);
+        for (size_t i = 0; i < rs.n; i += bs) tu_apply(st, rs.r + i, rs.n - i < bs ? rs.n - i : bs);
+        char *v = tu_export(st, "public.orders", 0);
+        cr_assert_str_eq(v, "order_id,v,region\n", "batch size %zu", bs);
+        free(v);
+        v = tu_export(st, "public.orders", 1);
+        cr_assert_str_eq(v, "order_id,v,region,__lsn,__deleted\n1,,,300,t\n", "batch size %zu", bs);
+        free(v);
+        cdc_row_t row;
+        cdc_iter_options_t io = {.include_deleted = 1};
+        cdc_iter_t *it;
+        cr_assert_eq(cdc_iter_open(st, "public.orders", &io, &it, NULL), 0);
+        cr_assert_eq(cdc_iter_next(it, &row, NULL), 1);
+        cr_assert(row.deleted);
+        cr_assert_eq(row.unknown, 0, "batch size %zu: a deleted row's columns are not unknown", bs);
+        cdc_iter_close(it);
+        recs_free(&rs);
+        cdc_store_close(st);
+        tu_rmrf(dir);
+        free(dir);
+    }
+}
+
 /* ---- Changed key ranges (store/changes.c) ---- */
 
 typedef struct ranges_seen {

@@ -2089,3 +2089,18 @@ Test(decode, column_named_twice)
         }
     }
 }
+
+/* An escaped surrogate without its pair is valid JSON but no character:
+ * a dead letter that says so (not just "malformed JSON"); a pair decodes. */
+Test(decode, unpaired_surrogate_is_named)
+{
+    expect_bad("{\"id\":1}", "{\"op\":\"c\",\"after\":{\"id\":1,\"t\":\"a\\ud800b\"},\"source\":{\"lsn\":5}}",
+               "surrogate without its pair");
+    expect_bad("{\"id\":1}", "{\"op\":\"c\",\"after\":{\"id\":1,\"t\":\"\\udc00\"},\"source\":{\"lsn\":5}}",
+               "surrogate without its pair");
+    expect_bad("{\"id\":1}", "{\"op\":\"c\",\"after\":{\"id\":1,\"t\":\"\\ud800\\u0041\"},\"source\":{\"lsn\":5}}",
+               "surrogate without its pair");
+    expect_bad("{\"id\":1,\"x\":\"\\ud800\"}", "{\"op\":\"c\",\"after\":{\"id\":1},\"source\":{\"lsn\":5}}",
+               "surrogate without its pair");
+    cr_expect_str_eq(value_of("\"t\":\"\\ud83d\\ude00\"", "t"), "\xf0\x9f\x98\x80");
+}
