@@ -19,7 +19,8 @@
  *    stops the changes while the worker stays up).
  *
  * Then the replica's side, as status computes it: the consumer lag (records
- * in Kafka not applied yet) and the replica's age behind the source.
+ * in Kafka not applied yet) and the replica's age behind the source; and
+ * the change topics' cleanup.policy (check_topics).
  *
  * The passes, in the order of the lines they print: connector (Connect's
  * REST API, cdc_connect_status), source (cdc_source_status: slots, WAL,
@@ -50,8 +51,8 @@ static const char *doctor_usage =
     "figure: the connector and its tasks RUNNING (Kafka Connect's REST API), and\n"
     "sending truncates (skipped.operations=none); the\n"
     "replication slot active, and the WAL it retains against max_slot_wal_keep_size;\n"
-    "the publication covering every table the replica holds; the consumer lag and\n"
-    "the replica's age behind the source.\n"
+    "the publication covering every table the replica holds; the consumer lag, the\n"
+    "change topics not compacted, and the replica's age behind the source.\n"
     "  --source CONNINFO   the source database (libpq connection string or URI)\n"
     "  --connect URL       Kafka Connect's REST API, e.g. http://127.0.0.1:8083\n"
     "  --connector NAME    the Debezium connector: its slot.name, publication.name and\n"
@@ -486,6 +487,49 @@ static void check_lag(doctor *d, const cdc_position_t *pos, size_t np)
     figure(k, lag, "records", 1, (int64_t)d->lag_warn, (int64_t)d->lag_fail);
 }
 
+/* The change topics' cleanup.policy.  A compacted topic drops the older
+ * records of a key, a delete's event among them, and keeps its tombstone
+ * (for delete.retention.ms); the replica takes a delete from its event,
+ * not from a tombstone alone (which carries no version), so a replica
+ * behind the compaction of a topic keeps rows deleted at the source. */
+static void check_topics(doctor *d, const cdc_position_t *pos, size_t np)
+{
+    const char *who = d->brokers ? d->brokers : d->kcfg;
+    size_t ntopics = 0, ncompact = 0;
+    char *list = NULL;
+    size_t listlen = 0;
+    FILE *f = open_memstream(&list, &listlen);
+    for (size_t i = 0; i < np; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++) seen = !strcmp(pos[j].topic, pos[i].topic);
+        if (seen) continue;
+        ntopics++;
+        char *v = NULL;
+        cdc_error_t e = {0};
+        int rc = cdc_kafka_topic_config(d->brokers, d->kcfg, pos[i].topic, "cleanup.policy", d->timeout_ms, &v, &e);
+        if (rc) {
+            fclose(f);
+            free(list);
+            add(d, LV_WARN, "topics", who, "topics' cleanup.policy unknown: %s", e.msg[0] ? e.msg : cdc_strerror(rc));
+            return;
+        }
+        if (v && strstr(v, "compact")) fprintf(f, "%s%s (%s)", ncompact++ ? ", " : "", pos[i].topic, v);
+        free(v);
+    }
+    fclose(f);
+    if (ncompact)
+        add(d, LV_WARN, "topics", who,
+            "%zu of %zu %s compacted: %s; compaction removes a delete's event and keeps only its tombstone, "
+            "which cdcstore does not take for a delete, so a replica that falls behind the compaction keeps "
+            "rows deleted at the source: give change topics cleanup.policy=delete, or keep the lag under the "
+            "topic's min.compaction.lag.ms",
+            ncompact, ntopics, cli_plural(ntopics, "topic", "topics"), list);
+    else if (ntopics)
+        add(d, LV_OK, "topics", who, "%zu %s not compacted (cleanup.policy)", ntopics,
+            cli_plural(ntopics, "topic", "topics"));
+    free(list);
+}
+
 static void check_age(doctor *d, const cdc_stats_t *total)
 {
     if (!total->newest_ts_ms) {
@@ -537,7 +581,10 @@ static void check_replica(doctor *d)
         add(d, LV_FAIL, "replica", d->db, "replica %s: cannot read it: %s", d->db, d->replica_err);
         return;
     }
-    if (d->brokers || d->kcfg) check_lag(d, d->pos, d->npos);
+    if (d->brokers || d->kcfg) {
+        check_lag(d, d->pos, d->npos);
+        if (d->lag >= 0) check_topics(d, d->pos, d->npos); /* brokers that answered */
+    }
     check_age(d, &d->total);
 }
 

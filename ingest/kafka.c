@@ -1203,13 +1203,12 @@ int cdc_kafka_watermarks(const char *brokers, const char *topic, int32_t partiti
     return cdc_kafka_watermarks_config(brokers, NULL, topic, partition, timeout_ms, low, high, err);
 }
 
-int cdc_kafka_watermarks_config(const char *brokers, const char *config_file, const char *topic,
-                                int32_t partition, int timeout_ms, int64_t *low, int64_t *high, cdc_error_t *err)
+/* A short-lived client of the brokers (or of config_file's, see
+ * cdc_kafka_watermarks_config): a producer that sends nothing and joins no
+ * group.  *boot receives the bootstrap servers, for messages. */
+static int short_client(const char *brokers, const char *config_file, rd_kafka_t **out, char *boot, size_t bootsz,
+                        cdc_error_t *err)
 {
-    if (!topic || !low || !high || (!brokers && !config_file))
-        return cdc__err(err, CDC_EINVAL, "cdc_kafka_watermarks: bad arguments");
-    *low = *high = -1;
-    if (timeout_ms <= 0) timeout_ms = 5000;
     char es[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     rd_kafka_conf_set_log_cb(conf, quiet_log_cb);
@@ -1226,20 +1225,34 @@ int cdc_kafka_watermarks_config(const char *brokers, const char *config_file, co
         rd_kafka_conf_destroy(conf);
         return cdc__err(err, CDC_EINVAL, "brokers %s: %s", brokers, es);
     }
-    char boot[512];
-    size_t bl = sizeof boot;
+    size_t bl = bootsz;
     if (rd_kafka_conf_get(conf, "bootstrap.servers", boot, &bl) != RD_KAFKA_CONF_OK || !boot[0]) {
         rd_kafka_conf_destroy(conf);
         return cdc__err(err, CDC_EINVAL, "%s: no bootstrap.servers, and no brokers given", config_file);
     }
-    brokers = boot;
     /* One connection attempt per broker within the timeout is enough. */
     rd_kafka_conf_set(conf, "socket.connection.setup.timeout.ms", "3000", es, sizeof es);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, es, sizeof es);
     if (!rk) {
         rd_kafka_conf_destroy(conf);
-        return cdc__err(err, CDC_EKAFKA, "brokers %s: %s", brokers, es);
+        return cdc__err(err, CDC_EKAFKA, "brokers %s: %s", boot, es);
     }
+    *out = rk;
+    return 0;
+}
+
+int cdc_kafka_watermarks_config(const char *brokers, const char *config_file, const char *topic,
+                                int32_t partition, int timeout_ms, int64_t *low, int64_t *high, cdc_error_t *err)
+{
+    if (!topic || !low || !high || (!brokers && !config_file))
+        return cdc__err(err, CDC_EINVAL, "cdc_kafka_watermarks: bad arguments");
+    *low = *high = -1;
+    if (timeout_ms <= 0) timeout_ms = 5000;
+    char boot[512];
+    rd_kafka_t *rk;
+    int rc = short_client(brokers, config_file, &rk, boot, sizeof boot, err);
+    if (rc) return rc;
+    brokers = boot;
     rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(rk, topic, partition, low, high, timeout_ms);
     rd_kafka_destroy(rk);
     if (e) {
@@ -1248,4 +1261,50 @@ int cdc_kafka_watermarks_config(const char *brokers, const char *config_file, co
                         rd_kafka_err2str(e));
     }
     return 0;
+}
+
+int cdc_kafka_topic_config(const char *brokers, const char *config_file, const char *topic, const char *name,
+                           int timeout_ms, char **value, cdc_error_t *err)
+{
+    if (!topic || !name || !value || (!brokers && !config_file))
+        return cdc__err(err, CDC_EINVAL, "cdc_kafka_topic_config: bad arguments");
+    *value = NULL;
+    if (timeout_ms <= 0) timeout_ms = 5000;
+    char boot[512], es[512];
+    rd_kafka_t *rk;
+    int rc = short_client(brokers, config_file, &rk, boot, sizeof boot, err);
+    if (rc) return rc;
+    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    rd_kafka_AdminOptions_t *ao = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+    rd_kafka_AdminOptions_set_request_timeout(ao, timeout_ms, es, sizeof es);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_DescribeConfigs(rk, &res, 1, ao, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
+    if (!ev) {
+        rc = cdc__err(err, CDC_EKAFKA, "%s at %s: no answer to describe configs in %d ms", topic, boot, timeout_ms);
+    } else if (rd_kafka_event_error(ev)) {
+        rc = cdc__err(err, CDC_EKAFKA, "%s at %s: describe configs: %s", topic, boot, rd_kafka_event_error_string(ev));
+    } else {
+        const rd_kafka_DescribeConfigs_result_t *r = rd_kafka_event_DescribeConfigs_result(ev);
+        size_t n = 0, ne = 0;
+        const rd_kafka_ConfigResource_t **rs = r ? rd_kafka_DescribeConfigs_result_resources(r, &n) : NULL;
+        if (!n || rd_kafka_ConfigResource_error(rs[0])) {
+            rc = cdc__err(err, CDC_EKAFKA, "%s at %s: describe configs: %s", topic, boot,
+                          n ? rd_kafka_ConfigResource_error_string(rs[0]) : "no answer for the topic");
+        } else {
+            const rd_kafka_ConfigEntry_t **es2 = rd_kafka_ConfigResource_configs(rs[0], &ne);
+            for (size_t i = 0; i < ne; i++)
+                if (!strcmp(rd_kafka_ConfigEntry_name(es2[i]), name)) {
+                    const char *v = rd_kafka_ConfigEntry_value(es2[i]);
+                    *value = cdc__strdup(v ? v : "");
+                    break;
+                }
+        }
+    }
+    if (ev) rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_AdminOptions_destroy(ao);
+    rd_kafka_ConfigResource_destroy(res);
+    rd_kafka_destroy(rk);
+    return rc;
 }

@@ -5,7 +5,8 @@
 #
 #   1  a connector of its own, a change per table ingested: every line OK,
 #      exit 0 (connector, task, source, slot, retained WAL, publication,
-#      consumer lag, the replica's age)
+#      consumer lag, the change topics not compacted, the replica's age); a
+#      replica holding a position in a compacted topic: WARN naming it
 #   2  a publication that misses tables the replica holds: a FAIL line
 #      naming them, exit 2
 #   3  Kafka Connect unreachable (a closed port): a FAIL line naming the URL
@@ -213,11 +214,12 @@ check "1 doctor: every line OK, exit 0" expect "$WORK/d1.out" 0 \
     "^OK   slot $SLOT active" "^OK   slot $SLOT retained WAL .* of max_slot_wal_keep_size .*\([0-9]+%" \
     "^OK   publication $PUB covers the 4 tables the replica holds" "^OK   consumer lag 0 records over 4 partitions" \
     "^OK   replica [0-9.]+ s behind the source" \
-    "^OK   connector $NAME sends every change, truncates too \(skipped.operations=none\)"
+    "^OK   connector $NAME sends every change, truncates too \(skipped.operations=none\)" \
+    "^OK   4 topics not compacted \(cleanup.policy\)"
 check "1 no line but OK" bash -c "! grep -v '^OK   ' '$WORK/d1.out'"
 doctor "$WORK/d1j.out" "${CONNECT_ARGS[@]}" --db "$R" --brokers "$KAFKA_BROKERS" --json
-check "1 doctor --json: status OK, exit 0, 9 checks, the WAL figure in bytes" eval '
-    [[ $DRC == 0 ]] && jq -e ".status == \"OK\" and .exit == 0 and (.checks | length) == 9 and
+check "1 doctor --json: status OK, exit 0, 10 checks, the WAL figure in bytes" eval '
+    [[ $DRC == 0 ]] && jq -e ".status == \"OK\" and .exit == 0 and (.checks | length) == 10 and
         ([.checks[] | select(.check == \"wal\")][0] | .unit == \"bytes\" and .value >= 0 and .fail > .warn)" \
         "$WORK/d1j.out" >/dev/null || { echo "exit $DRC"; cat "$WORK/d1j.out"; false; }'
 
@@ -225,6 +227,17 @@ printf 'bootstrap.servers=%s\ngroup.id=%s\n' "$KAFKA_BROKERS" "$GROUP" >"$WORK/k
 doctor "$WORK/d1k.out" "${CONNECT_ARGS[@]}" --db "$R" --kafka-config "$WORK/kafka.properties"
 check "1 doctor --kafka-config (the brokers in the ingest's file): lag 0, exit 0" expect "$WORK/d1k.out" 0 \
     "^OK   consumer lag 0 records over 4 partitions"
+# 1c: a compacted change topic (cleanup.policy=compact): compaction can drop
+# a delete's event and keep only its tombstone, which the replica does not
+# take for a delete: WARN naming the topic.
+CT="${P}c.public.compacted"
+check "1c a compacted topic created" "$E2EK" "$KAFKA_BROKERS" create-topics 1 --config cleanup.policy=compact "$CT"
+printf '{"topic":"%s","partition":0,"offset":0,"key":"{\\"id\\":1}","payload":"{\\"op\\":\\"c\\",\\"after\\":{\\"id\\":1},\\"source\\":{\\"schema\\":\\"public\\",\\"table\\":\\"compacted\\",\\"lsn\\":5}}"}\n' "$CT" >"$WORK/compacted.jsonl"
+check "1c a replica holding a position in it" "$CDC" apply --db "$WORK/rc" --quiet "$WORK/compacted.jsonl"
+doctor "$WORK/d1c.out" --db "$WORK/rc" --brokers "$KAFKA_BROKERS"
+check "1c doctor: the compacted topic WARN" grep -qE \
+    "^WARN 1 of 1 topic compacted: $CT \(compact\); compaction removes a delete's event" "$WORK/d1c.out"
+"$E2EK" "$KAFKA_BROKERS" delete-topics "$CT" >/dev/null 2>&1
 # 2: a publication that misses tables of the replica.
 e2e_log "2: a publication of public.orders alone"
 su_psql -c "CREATE PUBLICATION ${NAME}_narrow FOR TABLE public.orders" >/dev/null
