@@ -523,7 +523,8 @@ static int file_open(writer *w, const char *lower, size_t lower_len, cdc_error_t
     }
     added *a = &w->a[w->na++];
     memset(a, 0, sizeof *a);
-    if (asprintf(&a->path, "part-%05lld-%05zu-%08x.%s.parquet", (long long)w->version, atomic_fetch_add(w->nfiles, 1), rnd,
+    size_t index = atomic_fetch_add(w->nfiles, 1);
+    if (asprintf(&a->path, "part-%05lld-%05zu-%08x.%s.parquet", (long long)w->version, index, rnd,
                  codec_ext(w->opts->compression)) < 0)
         abort();
     cdc__buf_put(&a->lower, lower, lower_len);
@@ -668,12 +669,13 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+static int key_cmp(const char *a, size_t al, const char *b, size_t bl);
+
+/* Files in key order (by their range's lower bound; the open one first). */
 static int cmp_added(const void *a, const void *b)
 {
     const added *x = a, *y = b;
-    size_t n = x->lower.len < y->lower.len ? x->lower.len : y->lower.len;
-    int c = n ? memcmp(x->lower.p, y->lower.p, n) : 0;
-    return c ? c : (x->lower.len > y->lower.len) - (x->lower.len < y->lower.len);
+    return key_cmp(x->lower.p, x->lower.len, y->lower.p, y->lower.len);
 }
 
 /* Writes the ranges of jobs with one writer, or two when threads says so,
@@ -757,7 +759,7 @@ static int scan_ranges(cdc_store_t *st, const char *table, dlog *l, size_t i0, s
 /* Bytewise order of encoded keys, a shorter key before its extensions. */
 static int key_cmp(const char *a, size_t al, const char *b, size_t bl)
 {
-    int c = memcmp(a, b, al < bl ? al : bl);
+    int c = al && bl ? memcmp(a, b, al < bl ? al : bl) : 0; /* an empty key's buffer may be NULL */
     return c ? c : (al > bl) - (al < bl);
 }
 
