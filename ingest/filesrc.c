@@ -327,6 +327,9 @@ int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_optio
     if (!st || !path) return cdc__err(err, CDC_EINVAL, "cdc_store_apply_file: bad arguments");
     FILE *fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!fp) return cdc__err(err, -errno, "%s: cannot open: %s", path, strerror(errno));
+    /* Reads of 1 MiB instead of stdio's 4 KiB (the file's block size): a
+     * 640 MB events file took 160,000 read calls. */
+    setvbuf(fp, NULL, _IOFBF, 1 << 20);
     pipe_state ps = {0};
     ps.st = st;
     ps.fp = fp;

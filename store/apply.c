@@ -462,7 +462,7 @@ static void pos_note(apply_ctx *a, const cdc_record_t *r)
      * so that a batch over many topics does not scan them per record */
     for (size_t n = 0; n < a->npu; n++) {
         size_t i = (a->pu_last + n) % a->npu;
-        if (a->pu[i].partition == r->partition && !strcmp(a->pu[i].topic, topic)) {
+        if (a->pu[i].partition == r->partition && (a->pu[i].topic == topic || !strcmp(a->pu[i].topic, topic))) {
             if (r->offset > a->pu[i].offset) a->pu[i].offset = r->offset;
             a->pu_last = i;
             return;

@@ -94,20 +94,13 @@ const char *cdc_strerror(int code)
 
 /* ---- Buffers ---- */
 
-void cdc__buf_reserve(cdc__buf *b, size_t extra)
+void cdc__buf_grow(cdc__buf *b, size_t extra)
 {
     if (b->len + extra <= b->cap) return;
     size_t cap = b->cap ? b->cap : 64;
     while (cap < b->len + extra) cap *= 2;
     b->p = cdc__realloc(b->p, cap);
     b->cap = cap;
-}
-
-void cdc__buf_put(cdc__buf *b, const void *data, size_t n)
-{
-    cdc__buf_reserve(b, n);
-    if (n) memcpy(b->p + b->len, data, n);
-    b->len += n;
 }
 
 void cdc__buf_put_i64(cdc__buf *b, int64_t v)
