@@ -499,6 +499,10 @@ static void check_topics(doctor *d, const cdc_position_t *pos, size_t np)
     char *list = NULL;
     size_t listlen = 0;
     FILE *f = open_memstream(&list, &listlen);
+    if (!f) {
+        add(d, LV_WARN, "topics", who, "topics' cleanup.policy not checked: out of memory");
+        return;
+    }
     for (size_t i = 0; i < np; i++) {
         int seen = 0;
         for (size_t j = 0; j < i && !seen; j++) seen = !strcmp(pos[j].topic, pos[i].topic);

@@ -108,6 +108,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "parquet.h"
@@ -496,6 +497,8 @@ typedef struct writer {
     _Atomic uint64_t *rows_shared; /* rows written by every writer, for progress */
     _Atomic uint64_t *bytes_shared; /* and their bytes */
     int progress;           /* 1: this writer calls opts->progress (one writer only) */
+    uint64_t reported;      /* rows at its last call, in 100,000s */
+    _Atomic int *stop;      /* set when a writer failed: the others give up (NULL: none) */
     added *a;
     size_t na, cap;
     uint64_t rows_done;     /* by this writer */
@@ -590,6 +593,18 @@ static int range_iter(cdc_store_t *st, const char *table, const cdc__buf *lo, co
     return rc;
 }
 
+/* Calls opts->progress when the rows of every writer have passed another
+ * 100,000 since the last call (the one writer with progress set calls it,
+ * so the callback is never entered from two threads). */
+static void report_progress(writer *w)
+{
+    if (!w->progress || !w->opts->progress) return;
+    uint64_t all = atomic_load(w->rows_shared);
+    if (all / 100000 == w->reported) return;
+    w->reported = all / 100000;
+    w->opts->progress(w->opts->progress_opaque, all, atomic_load(w->bytes_shared));
+}
+
 static int write_range(writer *w, const cdc__buf *lo, const cdc__buf *hi, cdc_error_t *err)
 {
     cdc__buf scratch = {0};
@@ -600,6 +615,10 @@ static int write_range(writer *w, const cdc__buf *lo, const cdc__buf *hi, cdc_er
     cdc_row_t row;
     uint64_t in_file = 0;
     while ((rc = cdc_iter_next(it, &row, err)) == 1) {
+        if (w->stop && atomic_load_explicit(w->stop, memory_order_relaxed)) {
+            rc = -ECANCELED; /* the other writer failed: its error is the export's */
+            break;
+        }
         if (in_file >= w->file_rows) {
             if ((rc = file_close(w, row.key, row.key_len, err)) || (rc = file_open(w, row.key, row.key_len, err)))
                 break;
@@ -616,9 +635,8 @@ static int write_range(writer *w, const cdc__buf *lo, const cdc__buf *hi, cdc_er
         in_file++;
         if (w->out.len >= (1u << 20) && (rc = file_flush(w, err))) break;
         if (++w->rows_done % 10000 == 0) {
-            uint64_t all = atomic_fetch_add(w->rows_shared, 10000) + 10000;
-            if (w->progress && w->opts->progress && all % 100000 < 10000)
-                w->opts->progress(w->opts->progress_opaque, all, atomic_load(w->bytes_shared));
+            atomic_fetch_add(w->rows_shared, 10000);
+            report_progress(w);
         }
     }
     if (rc == 0) rc = file_close(w, hi->p, hi->len, err);
@@ -664,8 +682,9 @@ typedef struct worker {
 static void *worker_main(void *arg)
 {
     worker *k = arg;
-    for (size_t j = k->first; j < k->njobs && !k->rc; j += k->step)
+    for (size_t j = k->first; j < k->njobs && !k->rc && !atomic_load(k->w.stop); j += k->step)
         k->rc = write_range(&k->w, k->jobs[j].lo, k->jobs[j].hi, &k->err);
+    if (k->rc) atomic_store(k->w.stop, 1);
     return NULL;
 }
 
@@ -689,21 +708,29 @@ static int write_jobs(writer *w, const job *jobs, size_t njobs, int threads, cdc
         return rc;
     }
     worker k[2];
+    _Atomic int stop = 0;
     for (int i = 0; i < 2; i++) {
         k[i] = (worker){.w = *w, .jobs = jobs, .njobs = njobs, .first = (size_t)i, .step = 2};
         k[i].w.a = NULL;
         k[i].w.na = k[i].w.cap = 0;
         k[i].w.out = (cdc__buf){0};
         k[i].w.progress = w->progress && i == 0;
+        k[i].w.stop = &stop;
     }
     pthread_t th;
     int started = pthread_create(&th, NULL, worker_main, &k[1]) == 0;
     if (!started) k[0].step = 1; /* no second thread: this one takes every job */
     worker_main(&k[0]);
-    if (started) pthread_join(th, NULL);
+    /* this thread keeps the progress going while the other finishes */
+    while (started && pthread_tryjoin_np(th, NULL) == EBUSY) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        report_progress(&k[0].w);
+    }
     int rc = 0;
     for (int i = 0; i < 2; i++) {
-        if (!rc && k[i].rc) {
+        /* the failure, not the other writer's giving up after it */
+        if ((!rc || rc == -ECANCELED) && k[i].rc) {
             rc = k[i].rc;
             *err = k[i].err;
         }
@@ -904,6 +931,8 @@ int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir, const 
 {
     cdc_export_options_t defo = {0};
     cdc_delta_result_t r = {.version = -1};
+    cdc_error_t ignored;
+    if (!err) err = &ignored; /* the writers format messages from it */
     if (!opts) opts = &defo;
     if (!st || !table || !dir || !*dir) return cdc__err(err, CDC_EINVAL, "cdc_export_delta: bad arguments");
     if (opts->meta || opts->lower_json || opts->upper_json)

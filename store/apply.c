@@ -1058,7 +1058,7 @@ static int note_skipped_columns(apply_ctx *a, cdc__table *t, const cdc__event *e
         a->prescap = (t->ncols + n) * 2;
         a->present = cdc__realloc(a->present, a->prescap);
     }
-    memset(a->present, 0, t->ncols + n);
+    if (t->ncols + n) memset(a->present, 0, t->ncols + n);
     for (uint64_t i = 0; i < n; i++) {
         const char *name, *v;
         size_t nl, vl;
