@@ -720,3 +720,55 @@ Test(delta, two_writers_write_what_one_does)
     free(one);
     free(dir);
 }
+
+/* A writer that fails (a NUMERIC(5,2) value of 7 digits in the upper half:
+ * not a valid Parquet DECIMAL(5,2)) fails the export with its error, naming
+ * the key, whatever the other writer did; no data file is left and nothing
+ * is committed; a NULL err is allowed. */
+Test(delta, a_failing_writer_fails_the_export_and_leaves_no_file)
+{
+    setenv("CDC_EXPORT_THREADS", "2", 1);
+    char *dir = tu_tmpdir();
+    char *db = tu_fmt("%s/db", dir), *dl = tu_fmt("%s/orders.delta", dir);
+    cdc_store_t *st = tu_open(db);
+    cdc_record_t r[10];
+    char *keys[10], *vals[10];
+    for (int k = 1; k <= 10; k++) {
+        keys[k - 1] = tu_fmt("{\"order_id\":%d}", k);
+        vals[k - 1] = tu_fmt(
+            "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"optional\":true,\"field\":\"after\","
+            "\"fields\":[{\"type\":\"int32\",\"optional\":false,\"field\":\"order_id\"},{\"type\":\"bytes\","
+            "\"optional\":true,\"name\":\"org.apache.kafka.connect.data.Decimal\",\"parameters\":{\"scale\":\"2\","
+            "\"connect.decimal.precision\":\"5\"},\"field\":\"amount\"}]}]},\"payload\":{\"before\":null,"
+            "\"after\":{\"order_id\":%d,\"amount\":\"%s\"},\"source\":{\"ts_ms\":1,\"snapshot\":\"false\","
+            "\"schema\":\"public\",\"table\":\"orders\",\"lsn\":%d},\"op\":\"c\"}}",
+            k, k == 9 ? "EtaH" /* 12345.67 */ : "MDk=" /* 123.45 */, 100 + k);
+        r[k - 1] = tu_rec(TOPIC, 0, k, keys[k - 1], vals[k - 1]);
+    }
+    cr_assert_eq(tu_apply(st, r, 10).dead_letters, 0);
+    cdc_export_options_t o = {.file_rows = 2};
+    cdc_delta_result_t res;
+    cdc_error_t e = {0};
+    int rc = cdc_export_delta(st, "public.orders", dl, &o, &res, &e);
+    cr_assert_eq(rc, CDC_EINVAL, "rc %d: %s", rc, e.msg);
+    cr_assert(strstr(e.msg, "key {\"order_id\":9}") && strstr(e.msg, "precision"), "%s", e.msg);
+    cr_assert_neq(cdc_export_delta(st, "public.orders", dl, &o, &res, NULL), 0);
+    DIR *d = opendir(dl);
+    cr_assert_not_null(d);
+    for (struct dirent *de; (de = readdir(d));)
+        cr_assert(!strstr(de->d_name, ".parquet"), "file %s left", de->d_name);
+    closedir(d);
+    char *log = tu_fmt("%s/_delta_log/%020d.json", dl, 0);
+    cr_assert_neq(access(log, F_OK), 0, "nothing committed");
+    free(log);
+    for (int k = 0; k < 10; k++) {
+        free(keys[k]);
+        free(vals[k]);
+    }
+    unsetenv("CDC_EXPORT_THREADS");
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(db);
+    free(dl);
+    free(dir);
+}
