@@ -495,42 +495,41 @@ static void check_lag(doctor *d, const cdc_position_t *pos, size_t np)
 static void check_topics(doctor *d, const cdc_position_t *pos, size_t np)
 {
     const char *who = d->brokers ? d->brokers : d->kcfg;
-    size_t ntopics = 0, ncompact = 0;
+    const char **topics = cli_calloc(np + 1, sizeof *topics);
+    char **values = cli_calloc(np + 1, sizeof *values);
+    size_t n = 0, ncompact = 0;
+    for (size_t i = 0; i < np; i++) {
+        size_t j = 0;
+        while (j < n && strcmp(topics[j], pos[i].topic)) j++;
+        if (j == n) topics[n++] = pos[i].topic;
+    }
+    cdc_error_t e = {0};
+    int rc = cdc_kafka_topic_config(d->brokers, d->kcfg, topics, n, "cleanup.policy", d->timeout_ms, values, &e);
     char *list = NULL;
     size_t listlen = 0;
-    FILE *f = open_memstream(&list, &listlen);
-    if (!f) {
+    FILE *f = rc ? NULL : open_memstream(&list, &listlen);
+    if (rc) {
+        add(d, LV_WARN, "topics", who, "topics' cleanup.policy unknown: %s", e.msg[0] ? e.msg : cdc_strerror(rc));
+    } else if (!f) {
         add(d, LV_WARN, "topics", who, "topics' cleanup.policy not checked: out of memory");
-        return;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            if (values[i] && strstr(values[i], "compact"))
+                fprintf(f, "%s%s (%s)", ncompact++ ? ", " : "", topics[i], values[i]);
+        fclose(f);
+        if (ncompact)
+            add(d, LV_WARN, "topics", who,
+                "%zu of %zu %s compacted: %s; compaction removes a delete's event and keeps only its tombstone, "
+                "which cdcstore does not take for a delete, so a replica that falls behind the compaction keeps "
+                "rows deleted at the source: give change topics cleanup.policy=delete, or keep the lag under the "
+                "topic's min.compaction.lag.ms",
+                ncompact, n, cli_plural(n, "topic", "topics"), list);
+        else if (n)
+            add(d, LV_OK, "topics", who, "%zu %s not compacted (cleanup.policy)", n, cli_plural(n, "topic", "topics"));
     }
-    for (size_t i = 0; i < np; i++) {
-        int seen = 0;
-        for (size_t j = 0; j < i && !seen; j++) seen = !strcmp(pos[j].topic, pos[i].topic);
-        if (seen) continue;
-        ntopics++;
-        char *v = NULL;
-        cdc_error_t e = {0};
-        int rc = cdc_kafka_topic_config(d->brokers, d->kcfg, pos[i].topic, "cleanup.policy", d->timeout_ms, &v, &e);
-        if (rc) {
-            fclose(f);
-            free(list);
-            add(d, LV_WARN, "topics", who, "topics' cleanup.policy unknown: %s", e.msg[0] ? e.msg : cdc_strerror(rc));
-            return;
-        }
-        if (v && strstr(v, "compact")) fprintf(f, "%s%s (%s)", ncompact++ ? ", " : "", pos[i].topic, v);
-        free(v);
-    }
-    fclose(f);
-    if (ncompact)
-        add(d, LV_WARN, "topics", who,
-            "%zu of %zu %s compacted: %s; compaction removes a delete's event and keeps only its tombstone, "
-            "which cdcstore does not take for a delete, so a replica that falls behind the compaction keeps "
-            "rows deleted at the source: give change topics cleanup.policy=delete, or keep the lag under the "
-            "topic's min.compaction.lag.ms",
-            ncompact, ntopics, cli_plural(ntopics, "topic", "topics"), list);
-    else if (ntopics)
-        add(d, LV_OK, "topics", who, "%zu %s not compacted (cleanup.policy)", ntopics,
-            cli_plural(ntopics, "topic", "topics"));
+    for (size_t i = 0; i < n; i++) free(values[i]);
+    free(values);
+    free(topics);
     free(list);
 }
 

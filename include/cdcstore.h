@@ -789,15 +789,16 @@ CDC_API int cdc_kafka_watermarks_config(const char *brokers, const char *config_
                                         int32_t partition, int timeout_ms, int64_t *low, int64_t *high,
                                         cdc_error_t *err);
 
-/* One configuration value of a topic as the brokers hold it (Kafka's
- * DescribeConfigs: the topic's own setting or the broker default it
- * takes), e.g. "cleanup.policy".  *value is malloc'd (free()), NULL when
- * the brokers name no such setting.  Brokers and config_file as for
- * cdc_kafka_watermarks_config; waits at most timeout_ms (0: 5000).
- * Errors: CDC_EINVAL, CDC_EKAFKA (err names the topic and the reason: an
- * unknown topic, an authorization failure, no answer in time). */
-CDC_API int cdc_kafka_topic_config(const char *brokers, const char *config_file, const char *topic,
-                                   const char *name, int timeout_ms, char **value, cdc_error_t *err);
+/* One configuration value of each of n topics as the brokers hold it
+ * (Kafka's DescribeConfigs, one request for all: the topic's own setting
+ * or the broker default it takes), e.g. "cleanup.policy".  values[i] is
+ * malloc'd (free()), NULL when the brokers name no such setting; on an
+ * error every values[i] is NULL.  Brokers and config_file as for
+ * cdc_kafka_watermarks_config; waits at most timeout_ms (0: 5000) plus a
+ * second.  Errors: CDC_EINVAL, CDC_EKAFKA (err names the topic and the
+ * reason: an unknown topic, an authorization failure, no answer in time). */
+CDC_API int cdc_kafka_topic_config(const char *brokers, const char *config_file, const char *const *topics,
+                                   size_t n, const char *name, int timeout_ms, char **values, cdc_error_t *err);
 
 /* Applies nothing more (records consumed but not applied are read again by
  * the next consumer, from the replica's positions), waits for the group

@@ -1263,48 +1263,61 @@ int cdc_kafka_watermarks_config(const char *brokers, const char *config_file, co
     return 0;
 }
 
-int cdc_kafka_topic_config(const char *brokers, const char *config_file, const char *topic, const char *name,
-                           int timeout_ms, char **value, cdc_error_t *err)
+int cdc_kafka_topic_config(const char *brokers, const char *config_file, const char *const *topics, size_t n,
+                           const char *name, int timeout_ms, char **values, cdc_error_t *err)
 {
-    if (!topic || !name || !value || (!brokers && !config_file))
+    if (!topics || !name || !values || (!brokers && !config_file))
         return cdc__err(err, CDC_EINVAL, "cdc_kafka_topic_config: bad arguments");
-    *value = NULL;
+    for (size_t i = 0; i < n; i++) values[i] = NULL;
+    if (!n) return 0;
     if (timeout_ms <= 0) timeout_ms = 5000;
     char boot[512], es[512];
     rd_kafka_t *rk;
     int rc = short_client(brokers, config_file, &rk, boot, sizeof boot, err);
     if (rc) return rc;
-    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    /* One request for every topic (a replica of a thousand tables asks once). */
+    rd_kafka_ConfigResource_t **res = cdc__calloc(n, sizeof *res);
+    for (size_t i = 0; i < n; i++) res[i] = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topics[i]);
     rd_kafka_AdminOptions_t *ao = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
     rd_kafka_AdminOptions_set_request_timeout(ao, timeout_ms, es, sizeof es);
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_DescribeConfigs(rk, &res, 1, ao, q);
+    rd_kafka_DescribeConfigs(rk, res, n, ao, q);
     rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
     if (!ev) {
-        rc = cdc__err(err, CDC_EKAFKA, "%s at %s: no answer to describe configs in %d ms", topic, boot, timeout_ms);
+        rc = cdc__err(err, CDC_EKAFKA, "%s: no answer to describe configs in %d ms", boot, timeout_ms);
     } else if (rd_kafka_event_error(ev)) {
-        rc = cdc__err(err, CDC_EKAFKA, "%s at %s: describe configs: %s", topic, boot, rd_kafka_event_error_string(ev));
+        rc = cdc__err(err, CDC_EKAFKA, "%s: describe configs: %s", boot, rd_kafka_event_error_string(ev));
     } else {
         const rd_kafka_DescribeConfigs_result_t *r = rd_kafka_event_DescribeConfigs_result(ev);
-        size_t n = 0, ne = 0;
-        const rd_kafka_ConfigResource_t **rs = r ? rd_kafka_DescribeConfigs_result_resources(r, &n) : NULL;
-        if (!n || rd_kafka_ConfigResource_error(rs[0])) {
-            rc = cdc__err(err, CDC_EKAFKA, "%s at %s: describe configs: %s", topic, boot,
-                          n ? rd_kafka_ConfigResource_error_string(rs[0]) : "no answer for the topic");
-        } else {
-            const rd_kafka_ConfigEntry_t **es2 = rd_kafka_ConfigResource_configs(rs[0], &ne);
-            for (size_t i = 0; i < ne; i++)
-                if (!strcmp(rd_kafka_ConfigEntry_name(es2[i]), name)) {
-                    const char *v = rd_kafka_ConfigEntry_value(es2[i]);
-                    *value = cdc__strdup(v ? v : "");
+        size_t nr = 0;
+        const rd_kafka_ConfigResource_t **rs = r ? rd_kafka_DescribeConfigs_result_resources(r, &nr) : NULL;
+        for (size_t i = 0; i < n && !rc; i++) {
+            /* the answer of topic i, found by its name */
+            const rd_kafka_ConfigResource_t *one = NULL;
+            for (size_t j = 0; j < nr && !one; j++)
+                if (!strcmp(rd_kafka_ConfigResource_name(rs[j]), topics[i])) one = rs[j];
+            if (!one || rd_kafka_ConfigResource_error(one)) {
+                rc = cdc__err(err, CDC_EKAFKA, "%s at %s: describe configs: %s", topics[i], boot,
+                              one ? rd_kafka_ConfigResource_error_string(one) : "no answer for the topic");
+                break;
+            }
+            size_t ne = 0;
+            const rd_kafka_ConfigEntry_t **ents = rd_kafka_ConfigResource_configs(one, &ne);
+            for (size_t e = 0; e < ne; e++)
+                if (!strcmp(rd_kafka_ConfigEntry_name(ents[e]), name)) {
+                    const char *v = rd_kafka_ConfigEntry_value(ents[e]);
+                    values[i] = cdc__strdup(v ? v : "");
                     break;
                 }
         }
+        if (rc)
+            for (size_t i = 0; i < n; i++) free(values[i]), values[i] = NULL;
     }
     if (ev) rd_kafka_event_destroy(ev);
     rd_kafka_queue_destroy(q);
     rd_kafka_AdminOptions_destroy(ao);
-    rd_kafka_ConfigResource_destroy(res);
+    for (size_t i = 0; i < n; i++) rd_kafka_ConfigResource_destroy(res[i]);
+    free(res);
     rd_kafka_destroy(rk);
     return rc;
 }

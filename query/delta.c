@@ -744,7 +744,6 @@ static int write_jobs(writer *w, const job *jobs, size_t njobs, int threads, cdc
         free(k[i].w.a);
         cdc__buf_free(&k[i].w.out);
         w->bytes += k[i].w.bytes;
-        w->rows_done += k[i].w.rows_done;
     }
     qsort(w->a, w->na, sizeof *w->a, cmp_added);
     return rc;
@@ -962,7 +961,7 @@ int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir, const 
                 .version = l.version + 1, .file_rows = opts->file_rows ? opts->file_rows : 250000, .fd = -1,
                 .nfiles = &nfiles, .rows_shared = &rows_shared, .bytes_shared = &bytes_shared, .progress = 1};
     const char *env = getenv("CDC_EXPORT_THREADS");
-    int threads = env && !strcmp(env, "1") ? 1 : 2;
+    int threads = env && !strcmp(env, "1") ? 1 : 2; /* for a refresh's ranges (a full export: cdc__export_split) */
     job *jobs = NULL;
     size_t njobs = 0;
     cdc__buf mid = {0};
@@ -974,7 +973,7 @@ int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir, const 
     if (full) {
         int64_t m;
         jobs = cdc__calloc(2, sizeof *jobs);
-        if (threads > 1 && cdc__export_split(st, table, 0, env ? 1 : 1000000, &m) == 0) {
+        if (cdc__export_split(st, table, 0, &m) == 0) {
             cdc__key_add_int(&mid, m);
             jobs[0] = (job){&empty, &mid};
             jobs[1] = (job){&mid, &empty};

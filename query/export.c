@@ -223,9 +223,14 @@ static int has_row_from(cdc_store_t *st, const char *table, int64_t k, int inclu
 
 /* The middle of the key span of table's view, for a single integer key
  * (found by seeking: the first key, then a binary search for the last),
- * when the view holds min_rows rows or more.  0 and *mid set, or -1. */
-int cdc__export_split(cdc_store_t *st, const char *table, int include_deleted, uint64_t min_rows, int64_t *mid)
+ * when the view holds 1,000,000 rows or more.  CDC_EXPORT_THREADS=1: never;
+ * set to anything else: whatever the rows (for tests).  0 and *mid set, or
+ * -1. */
+int cdc__export_split(cdc_store_t *st, const char *table, int include_deleted, int64_t *mid)
 {
+    const char *env = getenv("CDC_EXPORT_THREADS");
+    if (env && !strcmp(env, "1")) return -1;
+    uint64_t min_rows = env ? 1 : 1000000;
     cdc_stats_t stats = {0};
     if (cdc_store_stats(st, table, &stats, NULL) || stats.rows_live < min_rows) return -1;
     cdc_iter_options_t io = {.include_deleted = include_deleted, .no_key_json = 1};
@@ -253,14 +258,11 @@ int cdc__export_split(cdc_store_t *st, const char *table, int include_deleted, u
 static int split_point(cdc_store_t *st, const char *table, const cdc_export_options_t *opts,
                        const cdc__export_format *fmt, int fd, int64_t *mid)
 {
-    const char *env = getenv("CDC_EXPORT_THREADS");
-    if ((env && !strcmp(env, "1")) || opts->lower_json || opts->upper_json || !(fmt->concat_rows || fmt->adopt))
-        return -1;
+    if (opts->lower_json || opts->upper_json || !(fmt->concat_rows || fmt->adopt)) return -1;
     struct stat sb;
     int fl = fcntl(fd, F_GETFL);
     if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || fl < 0 || (fl & O_APPEND)) return -1;
-    uint64_t min_rows = env ? 1 : 1000000; /* CDC_EXPORT_THREADS=2 forces it, for tests */
-    return cdc__export_split(st, table, opts->meta, min_rows, mid);
+    return cdc__export_split(st, table, opts->meta, mid);
 }
 
 /* A temporary file for the second half, unlinked already. */

@@ -128,9 +128,10 @@ uint64_t cdc__row_hash(const char *const *values, const size_t *lens, const size
 uint64_t cdc__lookup3(const void *data, size_t n);
 
 /* The middle of the key span of table's view (a single integer key, and
- * min_rows rows or more), where an export is cut in two for two threads.
- * 0 and *mid set, or -1 (export.c). */
-int cdc__export_split(cdc_store_t *st, const char *table, int include_deleted, uint64_t min_rows, int64_t *mid);
+ * 1,000,000 rows or more; CDC_EXPORT_THREADS=1 never, another value always),
+ * where an export is cut in two for two threads.  0 and *mid set, or -1
+ * (export.c). */
+int cdc__export_split(cdc_store_t *st, const char *table, int include_deleted, int64_t *mid);
 
 /* ---- Keys (keys.c) ---- */
 

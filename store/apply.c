@@ -473,8 +473,6 @@ static void pos_note(apply_ctx *a, const cdc_record_t *r)
     a->pu[a->npu++] = (pos_upd){topic, r->partition, r->offset};
 }
 
-/* The table a record without a row counts against: the one its event names,
- * else "" (records of no known table). */
 /* Does table read as topic_name once Debezium's topic naming has replaced
  * each character of it other than [A-Za-z0-9._-] with '_' (one per UTF-16
  * unit: one for a character of 2 or 3 UTF-8 bytes, two for one of 4)? */
@@ -1028,16 +1026,28 @@ static int tombstone_key(apply_ctx *a, cdc__table *t, const group *gr)
     return rc;
 }
 
+/* Room for n flags in a->present (note_columns, note_skipped_columns). */
+static void present_room(apply_ctx *a, size_t n)
+{
+    if (a->prescap >= n) return;
+    a->prescap = n * 2;
+    a->present = cdc__realloc(a->present, a->prescap);
+}
+
+/* Columns a change brought to a table that had columns (n0 of them before
+ * it) were added later: rows written before read them as unknown. */
+static void mark_added_later(cdc__table *t, size_t n0)
+{
+    for (size_t c = n0; n0 && c < t->ncols; c++) t->colmeta[c].added_later = 1;
+}
+
 /* The column set an applied upsert carried, for the table's column history
  * (store/store.c, "Column history"): after fold_take_row, exactly the
  * columns of the event row are set in the fold. */
 static int note_columns(apply_ctx *a, cdc__table *t, const cdc__event *ev, const cdc__version *ver)
 {
     const fold *f = &a->f;
-    if (a->prescap < t->ncols) {
-        a->prescap = t->ncols * 2;
-        a->present = cdc__realloc(a->present, a->prescap);
-    }
+    present_room(a, t->ncols);
     for (size_t i = 0; i < t->ncols; i++) a->present[i] = i < f->ncols && f->cols[i].set;
     return cdc__table_note_columns(t, ver, a->present, &ev->defaults);
 }
@@ -1054,10 +1064,7 @@ static int note_skipped_columns(apply_ctx *a, cdc__table *t, const cdc__event *e
     uint64_t n = 0;
     size_t n0 = t->ncols;
     if (ev->row.len && cdc__get_varint(&p, end, &n)) return CDC_ECORRUPT;
-    if (a->prescap < t->ncols + n) {
-        a->prescap = (t->ncols + n) * 2;
-        a->present = cdc__realloc(a->present, a->prescap);
-    }
+    present_room(a, t->ncols + n);
     if (t->ncols + n) memset(a->present, 0, t->ncols + n);
     for (uint64_t i = 0; i < n; i++) {
         const char *name, *v;
@@ -1066,7 +1073,7 @@ static int note_skipped_columns(apply_ctx *a, cdc__table *t, const cdc__event *e
         if (cdc__evrow_next(&p, end, &name, &nl, &tag, &v, &vl)) return CDC_ECORRUPT;
         a->present[cdc__table_col(t, name, nl)] = 1;
     }
-    for (size_t c = n0; n0 && c < t->ncols; c++) t->colmeta[c].added_later = 1;
+    mark_added_later(t, n0);
     return cdc__table_note_columns(t, ver, a->present, &ev->defaults);
 }
 
@@ -1106,7 +1113,7 @@ static int fold_events(apply_ctx *a, cdc__table *t, size_t m, uint64_t *kept, ui
         } else {
             size_t n0 = t->ncols;
             if (fold_take_row(f, t, &ev->row, live, kept, unresolved)) return CDC_ECORRUPT;
-            for (size_t c = n0; n0 && c < t->ncols; c++) t->colmeta[c].added_later = 1;
+            mark_added_later(t, n0);
             if (note_columns(a, t, ev, &s->ver)) return CDC_ECORRUPT;
             f->flags = ev->snapshot != CDC__SNAP_NONE ? CDC__F_SNAPSHOT : 0;
         }
