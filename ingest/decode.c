@@ -1440,6 +1440,9 @@ static int put_untyped(const dctx *c, const char *col, const cJSON *v, cdc__buf 
         if (!isfinite(d)) return fail(c, col, "number out of range");
         /* A time type declared for the column (no schema names it). */
         int code = c->scale && c->table ? c->scale(c->scale_opaque, c->table, col) : CDC__COL_NONE;
+        if (code == CDC__COL_TIMESTAMPTZ)
+            return fail(c, col, "wrong type: the column is declared timestamptz (Debezium's ZonedTimestamp text), "
+                                "the value is the number %s", snippet(v, sn, sizeof sn));
         if (code <= CDC__COL_MICROTIMESTAMP) {
             const char *name = code == CDC__COL_MICROTIMESTAMP ? "io.debezium.time.MicroTimestamp"
                                : code == CDC__COL_TIMESTAMP_MS ? "io.debezium.time.Timestamp"

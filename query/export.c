@@ -105,6 +105,10 @@ static int part_columns(part *p)
     size_t nt;
     int rc = cdc_store_columns(p->st, p->table, &p->names, &p->ncols, &p->err);
     if (!rc) rc = cdc_store_column_types(p->st, p->table, &p->types, &nt, &p->err);
+    /* every context reads them: a second one of concatenated rows too,
+     * which has no begin (CSV's and NDJSON's years, format.c) */
+    p->ctx.types = p->types;
+    p->ctx.ntypes = rc ? 0 : nt;
     /* --meta's columns must not repeat one of the table's: readers refuse a
      * Parquet file with two columns of one name (pyarrow: "Multiple matches
      * for FieldRef.Name(__lsn)"), and a CSV header with it is ambiguous. */
@@ -121,7 +125,6 @@ static int part_columns(part *p)
 static int part_begin(part *p)
 {
     int rc;
-    p->ctx.types = p->types;
     if ((rc = p->fmt->begin(&p->ctx, p->names, p->ncols)))
         return cdc__err(&p->err, rc, "export of %s: %s header: %s", p->table, p->fmt->name,
                         p->ctx.err.msg[0] ? p->ctx.err.msg : cdc_strerror(rc));
@@ -349,7 +352,7 @@ int cdc__export_run(cdc_store_t *st, const char *table, const cdc_export_options
               .upper_json = opts->upper_json, .fd = fd, .begin = 1, .end = 1, .progress = 1,
               .shared_rows = &shared};
     /* done: exported, or failed before any row (the columns not read) */
-    int tmp = -1, done = fmt->begin && (a.rc = part_columns(&a)) != 0;
+    int tmp = -1, done = (a.rc = part_columns(&a)) != 0;
     part b = a;
     int64_t mid;
     char midj[32];

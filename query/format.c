@@ -67,13 +67,68 @@ static int csv_begin(cdc__export_ctx *c, const char *const *names, size_t n)
     return 0;
 }
 
+/* ---- Years PostgreSQL reads ---- */
+
+/* A timestamptz is stored as Debezium's ZonedTimestamp carries it: ISO 8601
+ * in UTC with Java's years, astronomical before year 1 (1 BC is "0000",
+ * 44 BC "-0043") and signed past 9999 ("+10000").  PostgreSQL reads
+ * neither: COPY refuses "0000-01-01T00:00:00Z" (field value out of range),
+ * "-0043-03-15T10:00:00Z" and "+10000-01-01T00:00:00Z" (time zone
+ * displacement out of range).  CSV and NDJSON, which hold PostgreSQL's text,
+ * write them as PostgreSQL does: the year 1 - y and " BC" after the value,
+ * or the year without its sign.  The stored text, a key's, reconcile's
+ * (query/sql.c renders the source in Debezium's form) and the typed
+ * exports' (parquet.c reads both forms) are unchanged.  Measured on the
+ * test stack (Debezium 3.6.1, PostgreSQL 15): '0045-03-15 10:00:00+00 BC'
+ * arrives as "-0044-03-15T10:00:00.000000Z", in the snapshot and the
+ * stream alike. */
+static const char ZONED[] = "string/io.debezium.time.ZonedTimestamp";
+
+/* v[0..n) rewritten into out when it is a ZonedTimestamp's year that
+ * PostgreSQL does not read; 0 (out untouched) when it is not one. */
+static int zoned_pg_year(const char *v, size_t n, cdc__buf *out)
+{
+    size_t i = v[0] == '-' || v[0] == '+', d = i;
+    uint64_t y = 0;
+    while (d < n && v[d] >= '0' && v[d] <= '9' && d - i < 18) y = y * 10 + (uint64_t)(v[d++] - '0');
+    if (d - i < 4 || d >= n || v[d] != '-') return 0;
+    if (v[0] == '+') { /* past 9999: the digits alone */
+        cdc__buf_put(out, v + 1, n - 1);
+        return 1;
+    }
+    if (v[0] != '-' && y != 0) return 0; /* years 1 to 9999 as they are */
+    /* astronomical y (negated by the sign) is 1 - y BC: -0043 is 44 BC */
+    cdc__buf_printf(out, "%04llu", (unsigned long long)(v[0] == '-' ? y + 1 : 1));
+    cdc__buf_put(out, v + d, n - d);
+    cdc__buf_puts(out, " BC");
+    return 1;
+}
+
+/* The value of column i as PostgreSQL reads it: v itself, or its rewrite
+ * in tmp (zoned_pg_year).  Only a value starting with a sign or "0000" is
+ * looked at twice. */
+static const char *pg_text(const cdc__export_ctx *c, size_t i, const char *v, size_t *n, cdc__buf *tmp)
+{
+    if (!*n || !(v[0] == '-' || v[0] == '+' || v[0] == '0') || i >= c->ntypes || !c->types[i] ||
+        strcmp(c->types[i], ZONED))
+        return v;
+    tmp->len = 0;
+    if (!zoned_pg_year(v, *n, tmp)) return v;
+    *n = tmp->len;
+    return tmp->p;
+}
+
 static int csv_row(cdc__export_ctx *c, const cdc_row_t *row)
 {
-    cdc__buf *b = c->out;
+    cdc__buf *b = c->out, tmp = {0};
     for (size_t i = 0; i < row->ncols; i++) {
         if (i) cdc__buf_putc(b, ',');
-        if (row->values[i]) csv_field(b, row->values[i], row->lens[i]);
+        if (!row->values[i]) continue;
+        size_t n = row->lens[i];
+        const char *v = pg_text(c, i, row->values[i], &n, &tmp);
+        csv_field(b, v, n);
     }
+    cdc__buf_free(&tmp);
     if (c->opts->meta)
         cdc__buf_printf(b, "%s%llu,%s", row->ncols ? "," : "", (unsigned long long)row->lsn,
                         row->deleted ? "t" : "f");
@@ -92,15 +147,21 @@ const cdc__export_format cdc__export_csv = {
 
 static int ndjson_row(cdc__export_ctx *c, const cdc_row_t *row)
 {
-    cdc__buf *b = c->out;
+    cdc__buf *b = c->out, tmp = {0};
     cdc__buf_putc(b, '{');
     for (size_t i = 0; i < row->ncols; i++) {
         if (i) cdc__buf_putc(b, ',');
         cdc__json_put_string(b, row->names[i], strlen(row->names[i]));
         cdc__buf_putc(b, ':');
-        if (row->values[i]) cdc__json_put_string(b, row->values[i], row->lens[i]);
-        else cdc__buf_puts(b, "null");
+        if (row->values[i]) {
+            size_t n = row->lens[i];
+            const char *v = pg_text(c, i, row->values[i], &n, &tmp);
+            cdc__json_put_string(b, v, n);
+        } else {
+            cdc__buf_puts(b, "null");
+        }
     }
+    cdc__buf_free(&tmp);
     if (c->opts->meta)
         cdc__buf_printf(b, "%s\"__lsn\":%llu,\"__deleted\":%s", row->ncols ? "," : "",
                         (unsigned long long)row->lsn, row->deleted ? "true" : "false");

@@ -663,7 +663,7 @@ static int parse_date(const char *s, size_t n, int64_t *out)
     }
     if (i != n) return -1;
     int64_t days = days_from_civil(y, m, d);
-    if (days <= INT32_MIN || days >= INT32_MAX) return -1;
+    if (days <= INT32_MIN || days >= INT32_MAX) return -2;
     *out = days;
     return 0;
 }
@@ -717,7 +717,9 @@ static int parse_ts(const char *s, size_t n, int zoned, int64_t *out)
         y = 1 - y;
     }
     if (i != n) return -1;
-    return micros(days_from_civil(y, m, d), tod - off, out);
+    /* PostgreSQL's last timestamps (to 294276 AD) are past INT64 microseconds
+     * since 1970 (294247-01-10): -2, out of range */
+    return micros(days_from_civil(y, m, d), tod - off, out) ? -2 : 0;
 }
 
 static int hexval(unsigned char c)
@@ -1355,7 +1357,16 @@ int cdc__pq_row(cdc__pq *pq, const char *const *values, const size_t *lens, cdc_
         cell->scratch = 0;
         cell->null = values[k] == NULL;
         if (cell->null) continue;
-        if (parse_cell(pq, &pq->cols[k], values[k], lens[k], cell)) {
+        int prc = parse_cell(pq, &pq->cols[k], values[k], lens[k], cell);
+        if (prc == -2) {
+            int n = lens[k] > 200 ? 200 : (int)lens[k];
+            return cdc__err(err, CDC_EINVAL,
+                            "parquet: column %s: '%.*s'%s is outside the range of a Parquet %s (%s since "
+                            "1970-01-01)",
+                            pq->cols[k].name, n, values[k], lens[k] > 200 ? "..." : "", conv_name(pq->cols[k].conv),
+                            pq->cols[k].conv == C_DATE ? "a 32-bit count of days" : "a 64-bit count of microseconds");
+        }
+        if (prc) {
             int n = lens[k] > 200 ? 200 : (int)lens[k];
             return cdc__err(err, CDC_EINVAL, "parquet: column %s: '%.*s'%s is not a valid %s value%s",
                             pq->cols[k].name, n, values[k], lens[k] > 200 ? "..." : "",

@@ -53,8 +53,9 @@ typedef struct cdc__export_ctx {
     cdc__buf *out;
     uint64_t offset;  /* bytes of the export before out->p[0] (a second context: its own) */
     void *state;      /* the format's own; NULL at first, freed by release */
-    const char *const *types; /* at begin: the columns' type descriptors
+    const char *const *types; /* the columns' type descriptors, ntypes of them
                                * (cdc_store_column_types; an entry may be NULL) */
+    size_t ntypes;
     cdc_error_t err;          /* a format's message for the code it returns (optional) */
     int continuation;         /* 1: a second context of a format with adopt: its bytes go
                                * after the first context's, which writes the file's start */

@@ -261,6 +261,7 @@ enum {
     CDC__COL_BYTEA = -6,          /* bytea as base64 (binary.handling.mode=bytes) */
     CDC__COL_TIME_MS = -7,        /* time of day as milliseconds (TIME(0-3)) */
     CDC__COL_INTERVAL = -8,       /* interval as microseconds (MicroDuration) */
+    CDC__COL_TIMESTAMPTZ = -9,    /* timestamptz as ZonedTimestamp text (kept as it comes) */
 };
 /* The type declared for table.column (cdc_store_set_column_type).  Reads
  * settings only, so sources may call it from several threads while no

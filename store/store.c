@@ -1255,7 +1255,7 @@ int cdc_store_set_column_type(cdc_store_t *st, const char *table, const char *co
         {"timestamp-ms", CDC__COL_TIMESTAMP_MS}, {"date", CDC__COL_DATE},
         {"time", CDC__COL_MICROTIME}, {"time-us", CDC__COL_MICROTIME}, {"time-ms", CDC__COL_TIME_MS},
         {"interval", CDC__COL_INTERVAL},
-        {"bytea", CDC__COL_BYTEA},
+        {"bytea", CDC__COL_BYTEA},         {"timestamptz", CDC__COL_TIMESTAMPTZ},
     };
     if (!st || !table || !column || !type) return cdc__err(err, CDC_EINVAL, "cdc_store_set_column_type: bad arguments");
     if (!strncmp(type, "numeric:", 8) || !strncmp(type, "decimal:", 8)) {
@@ -1267,7 +1267,8 @@ int cdc_store_set_column_type(cdc_store_t *st, const char *table, const char *co
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (!strcmp(type, types[i].name)) return set_column_code(st, table, column, types[i].code, err);
     return cdc__err(err, CDC_EINVAL,
-                    "column %s.%s: unknown type %s (timestamp, timestamp-ms, date, time, time-ms, interval, bytea, numeric:SCALE)", table,
+                    "column %s.%s: unknown type %s (timestamp, timestamp-ms, date, time, time-ms, interval, bytea, timestamptz, "
+                    "numeric:SCALE)", table,
                     column, type);
 }
 
@@ -1443,6 +1444,7 @@ static char *declared_type(const cdc_store_t *st, const char *table, const char 
     case CDC__COL_TIME_MS: return cdc__strdup("int32/io.debezium.time.Time");
     case CDC__COL_INTERVAL: return cdc__strdup("int64/io.debezium.time.MicroDuration");
     case CDC__COL_BYTEA: return cdc__strdup("bytes");
+    case CDC__COL_TIMESTAMPTZ: return cdc__strdup("string/io.debezium.time.ZonedTimestamp");
     default: break;
     }
     if (code < 0) return NULL;

@@ -1953,6 +1953,46 @@ Test(apply, bytea_declared)
     free(dir);
 }
 
+/* timestamptz declared without a schema: the ZonedTimestamp text is stored
+ * as it comes, the column's descriptor says ZonedTimestamp (so the typed
+ * exports type it, and CSV writes a year before 1 as PostgreSQL does); a
+ * number in it is a dead letter that names the declaration. */
+Test(apply, timestamptz_declared)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_set_column_type(st, "public.tz", "at", "timestamptz", &e), 0, "%s", e.msg);
+    const char *e1 = "{\"op\":\"c\",\"after\":{\"id\":1,\"at\":\"-0044-03-15T10:00:00.000000Z\"},\"source\":{\"schema\":\"public\",\"table\":\"tz\",\"lsn\":10}}";
+    const char *e2 = "{\"op\":\"c\",\"after\":{\"id\":2,\"at\":1700000000000},\"source\":{\"schema\":\"public\",\"table\":\"tz\",\"lsn\":11}}";
+    cdc_record_t recs[2] = {tu_rec("x.public.tz", 0, 0, "{\"id\":1}", e1), tu_rec("x.public.tz", 0, 1, "{\"id\":2}", e2)};
+    cdc_apply_result_t r = tu_apply(st, recs, 2);
+    cr_expect_eq(r.applied, 1);
+    cr_expect_eq(r.dead_letters, 1, "a number is not a ZonedTimestamp");
+    cdc_row_t row;
+    cr_assert_eq(cdc_store_get(st, "public.tz", "{\"id\":1}", &row, &e), 0, "%s", e.msg);
+    cr_expect_eq(row.lens[1], strlen("-0044-03-15T10:00:00.000000Z"));
+    cr_expect(!memcmp(row.values[1], "-0044-03-15T10:00:00.000000Z", row.lens[1]), "stored as it came");
+    const char *const *types;
+    size_t nt;
+    cr_assert_eq(cdc_store_column_types(st, "public.tz", &types, &nt, &e), 0, "%s", e.msg);
+    cr_assert_eq(nt, 2);
+    cr_expect_str_eq(types[1], "string/io.debezium.time.ZonedTimestamp");
+    char *v = tu_export(st, "public.tz", 0);
+    cr_expect_str_eq(v, "id,at\n1,0045-03-15T10:00:00.000000Z BC\n");
+    free(v);
+    cdc_dlq_iter_t *di;
+    cdc_dead_letter_t dl;
+    cr_assert_eq(cdc_dlq_open(st, &di, &e), 0, "%s", e.msg);
+    cr_assert_eq(cdc_dlq_next(di, &dl, &e), 1, "the number's dead letter");
+    cr_expect(strstr(dl.reason, "declared timestamptz") && dl.offset == 1, "%s at offset %lld", dl.reason,
+              (long long)dl.offset);
+    cdc_dlq_close(di);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
+
 /* A key of other columns than the table's primary key (as learnt from its
  * first event) is a dead letter: its row could not be read by key.  A
  * truncate before any row teaches no key. */

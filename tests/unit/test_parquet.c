@@ -229,6 +229,11 @@ Test(parquet, bad_values_name_column_and_value)
         {"int64/io.debezium.time.MicroDuration", "1 day"}, {"int64/io.debezium.time.MicroDuration", "10:61:00"},
         {"int64/io.debezium.time.MicroDuration", "-"}, {"int64/io.debezium.time.MicroDuration", "9999999999999:00:00"},
         {"int64/io.debezium.time.MicroDuration", "-2562047788:00:54.775809"}, {"int64/io.debezium.time.MicroDuration", "2562047788:00:54.775808"},
+        /* PostgreSQL's last timestamps are past 64-bit microseconds since 1970 */
+        {"string/io.debezium.time.ZonedTimestamp", "294276-12-31T23:59:59.999999Z"},
+        {"string/io.debezium.time.ZonedTimestamp", "+294247-01-10T04:00:54.775808Z"},
+        {"int64/io.debezium.time.MicroTimestamp", "294276-12-31 23:59:59.999999"},
+        {"int32/io.debezium.time.Date", "5881610-07-12"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *names[] = {"ok", "col_x"}, *types[] = {"int32", bad[i].type};
@@ -238,6 +243,8 @@ Test(parquet, bad_values_name_column_and_value)
         cdc_error_t e = {0};
         cr_assert_eq(pqt_row(&t, v, &e), CDC_EINVAL, "%s '%s' accepted", bad[i].type, bad[i].value);
         cr_assert(strstr(e.msg, "col_x") && strstr(e.msg, bad[i].value), "%s", e.msg);
+        if (!strncmp(bad[i].value, "294", 3) || !strncmp(bad[i].value, "+294", 4) || !strncmp(bad[i].value, "588", 3))
+            cr_assert(strstr(e.msg, "outside the range of a Parquet"), "%s", e.msg);
         cr_assert_eq(cdc__pq_rows(t.pq), 0);
         cr_assert_eq(t.file.len, 0, "nothing appended for a rejected row");
         const char *v2[] = {"2", NULL};

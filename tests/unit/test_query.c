@@ -635,6 +635,86 @@ Test(export, csv_and_ndjson_halves_give_the_bytes_of_one_piece)
     free(d);
 }
 
+/* A timestamptz as Debezium carries it (ISO 8601, Java's years) is stored so;
+ * CSV and NDJSON write the years PostgreSQL does not read (before year 1,
+ * past 9999) in PostgreSQL's form, and only in a ZonedTimestamp column: a
+ * text column holding the same characters keeps them.  The 2-thread export
+ * (a second context without begin) writes the same bytes. */
+Test(export, zoned_timestamps_before_year_1_and_past_9999_in_postgresql_form)
+{
+    static const struct { const char *in, *out; } v[] = {
+        {"-0044-03-15T10:00:00.000000Z", "0045-03-15T10:00:00.000000Z BC"},
+        {"0000-01-01T00:00:00Z", "0001-01-01T00:00:00Z BC"},
+        {"-4712-01-01T00:00:00.000000Z", "4713-01-01T00:00:00.000000Z BC"},
+        {"-0001-12-31T23:59:59.999999Z", "0002-12-31T23:59:59.999999Z BC"},
+        {"+10000-01-01T00:00:00.000000Z", "10000-01-01T00:00:00.000000Z"},
+        {"+294276-12-31T23:59:59.999999Z", "294276-12-31T23:59:59.999999Z"},
+        {"0001-01-01T00:00:00.000000Z", "0001-01-01T00:00:00.000000Z"},
+        {"0999-01-01T00:00:00Z", "0999-01-01T00:00:00Z"},
+        {"2026-01-16T08:30:00.000000Z", "2026-01-16T08:30:00.000000Z"},
+        {"infinity", "infinity"},
+        {"-infinity", "-infinity"},
+        {"-1", "-1"},
+        {"+", "+"},
+        {"0000", "0000"},
+        {"", ""},
+    };
+    enum { N = sizeof v / sizeof v[0] };
+    char *d = tu_tmpdir();
+    cdc_store_t *st = tu_open(d);
+    for (int i = 0; i < N; i++) {
+        cdc__buf env = {0}, val = {0};
+        cdc__json_put_string(&val, v[i].in, strlen(v[i].in));
+        cdc__buf_putc(&val, 0);
+        cdc__buf_printf(&env,
+                        "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"fields\":["
+                        "{\"type\":\"int32\",\"optional\":false,\"field\":\"order_id\"},"
+                        "{\"type\":\"string\",\"optional\":true,\"name\":\"io.debezium.time.ZonedTimestamp\","
+                        "\"version\":1,\"field\":\"at\"},{\"type\":\"string\",\"optional\":true,\"field\":\"note\"}],"
+                        "\"optional\":true,\"field\":\"after\"}]},\"payload\":{\"before\":null,\"after\":"
+                        "{\"order_id\":%d,\"at\":%s,\"note\":%s},\"source\":{\"ts_ms\":1,\"snapshot\":\"false\","
+                        "\"schema\":\"public\",\"table\":\"orders\",\"lsn\":%d},\"op\":\"c\"}}",
+                        i + 1, val.p, val.p, 100 + i);
+        cdc__buf_putc(&env, 0);
+        char key[32];
+        snprintf(key, sizeof key, "{\"order_id\":%d}", i + 1);
+        cdc_record_t r = tu_rec(T, 0, i, key, env.p);
+        tu_apply(st, &r, 1);
+        cdc__buf_free(&env);
+        cdc__buf_free(&val);
+    }
+    for (int format = CDC_FORMAT_CSV; format <= CDC_FORMAT_NDJSON; format++) {
+        cdc_export_options_t o = {.format = format};
+        int rc1, rc2;
+        setenv("CDC_EXPORT_THREADS", "1", 1);
+        char *one = export_with(st, NULL, &o, &rc1);
+        setenv("CDC_EXPORT_THREADS", "2", 1);
+        char *two = export_with(st, NULL, &o, &rc2);
+        unsetenv("CDC_EXPORT_THREADS");
+        cr_assert_eq(rc1, 0);
+        cr_assert_eq(rc2, 0);
+        cr_expect_str_eq(two, one, "format %d: two threads", format);
+        cdc__buf want = {0};
+        for (int i = 0; i < N; i++) {
+            if (format == CDC_FORMAT_CSV) {
+                cdc__buf_printf(&want, "%d,%s%s%s,%s%s%s\n", i + 1, *v[i].out ? "" : "\"", v[i].out,
+                                *v[i].out ? "" : "\"", *v[i].in ? "" : "\"", v[i].in, *v[i].in ? "" : "\"");
+            } else {
+                cdc__buf_printf(&want, "{\"order_id\":\"%d\",\"at\":\"%s\",\"note\":\"%s\"}\n", i + 1, v[i].out,
+                                v[i].in);
+            }
+        }
+        cdc__buf_putc(&want, 0);
+        cr_expect_str_eq(one, want.p, "format %d", format);
+        cdc__buf_free(&want);
+        free(one);
+        free(two);
+    }
+    cdc_store_close(st);
+    tu_rmrf(d);
+    free(d);
+}
+
 /* ---- The file writer ---- */
 
 static void writer_roundtrip(const char *env)
