@@ -167,6 +167,14 @@ typedef struct cdc_record {
     size_t value_len;
     const char *source;     /* input name for messages ("orders.jsonl"), may be NULL */
     int64_t line;           /* 1-based line in source, 0 when unknown */
+    /* A primary-key change, from Debezium's record headers (NULL / 0 when
+     * absent): old_key is __debezium.oldkey, the key (JSON text) the row had,
+     * on the create of the new key; key_moved is 1 on the delete of the old
+     * key (__debezium.newkey).  They let the row's unchanged TOASTed columns
+     * follow it to its new key. */
+    const char *old_key;
+    size_t old_key_len;
+    int key_moved;
 } cdc_record_t;
 
 enum { CDC_ON_ERROR_CONTINUE = 0, CDC_ON_ERROR_STOP = 1 };

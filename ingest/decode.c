@@ -2071,6 +2071,34 @@ static int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj, const cJSON *k
     return 0;
 }
 
+/* The key a primary-key change's row had (the record's __debezium.oldkey
+ * header, a key object as the Kafka key's payload is), encoded as the
+ * Kafka key is, into ev->old_key, for the apply to find the row's unchanged
+ * TOASTed columns under it.  A header that does not decode leaves it empty:
+ * the event applies as without the header (the placeholders unresolved,
+ * counted). */
+static void old_key(const dctx *c, cdc__event *ev, const cJSON *kfields)
+{
+    const cdc_record_t *r = c->rec;
+    size_t pos = 0;
+    if (!r->old_key_len || !cdc__utf8_valid(r->old_key, r->old_key_len)) return;
+    cJSON *doc = parse_json(r->old_key, r->old_key_len, &pos);
+    if (!doc) return;
+    const cJSON *o = is_wrapped(doc) ? member(doc, "payload") : doc;
+    if (cJSON_IsObject(o)) {
+        dctx quiet = *c;
+        quiet.err = NULL;
+        quiet.keytext = NULL;
+        cdc__event tmp = {0};
+        if (!decode_key(&quiet, &tmp, o, kfields, NULL, 0)) {
+            ev->old_key = tmp.key;
+            tmp.key = (cdc__buf){0};
+        }
+        cdc__event_free(&tmp);
+    }
+    doc_release(doc);
+}
+
 /* What the parser stopped at, when it is well-formed JSON that is not
  * text: an escaped UTF-16 surrogate without its pair (JSON's grammar allows
  * it, Unicode has no such character, PostgreSQL text cannot hold one). */
@@ -2406,6 +2434,8 @@ static int decode(dctx *c, cJSON *root, cdc__event *ev)
     if (!rc) rc = row_fields(c, schema, which, &fields);
     if (!rc) rc = decode_row(c, ev, row, fields);
     if (!rc && fields && opl != 'd') rc = schema_columns(c, ev, fields);
+    if (!rc && opl != 'd' && ev->nunavailable && c->rec->old_key) old_key(c, ev, kfields);
+    if (!rc && opl == 'd') ev->key_moved = c->rec->key_moved != 0;
     doc_release(kroot);
     return rc;
 }

@@ -77,9 +77,58 @@ typedef struct kcat_fields {
     const char *partition, *offset;
     int payload_null;
     int nul;                /* the topic or key holds a NUL character */
+    size_t old_key, old_key_len; /* the __debezium.oldkey header's value */
+    int key_moved;               /* a __debezium.newkey header */
 } kcat_fields;
 
 #define NONE ((size_t)-1)
+
+/* kcat's "headers": ["name", "value", ...] (a value may be null) at p:
+ * takes a primary-key change's two headers (cdc_record_t).  Returns the end
+ * of the array, or NULL when it has another shape (then nothing is taken:
+ * the caller skips it as any other field; text is as it was). */
+static const char *scan_headers(const char *p, const char *end, kcat_fields *f, cdc__buf *text)
+{
+    size_t mark = text->len, ok = NONE, okl = 0;
+    int moved = 0;
+    p = skip_ws(p + 1, end);
+    while (p < end && *p != ']') {
+        if (*p != '"') goto other;
+        size_t n0 = text->len;
+        if (!(p = cdc__json_read_string(p, end, text))) goto other;
+        int is_old = text->len - n0 == 17 && !memcmp(text->p + n0, "__debezium.oldkey", 17);
+        int is_new = text->len - n0 == 17 && !memcmp(text->p + n0, "__debezium.newkey", 17);
+        text->len = n0;
+        p = skip_ws(p, end);
+        if (p >= end || *p != ',') goto other;
+        p = skip_ws(p + 1, end);
+        if (p < end && *p == '"') {
+            if (is_old) {
+                ok = text->len;
+                if (!(p = cdc__json_read_string(p, end, text))) goto other;
+                okl = text->len - ok;
+                cdc__buf_putc(text, 0);
+            } else if (!(p = skip_string(p, end))) {
+                goto other;
+            }
+        } else if (end - p >= 4 && !memcmp(p, "null", 4)) {
+            p += 4;
+        } else {
+            goto other;
+        }
+        moved |= is_new;
+        p = skip_ws(p, end);
+        if (p < end && *p == ',') p = skip_ws(p + 1, end);
+        else if (p < end && *p != ']') goto other;
+    }
+    if (p >= end) goto other;
+    if (ok != NONE) f->old_key = ok, f->old_key_len = okl;
+    f->key_moved = moved;
+    return p + 1;
+other:
+    text->len = mark;
+    return NULL;
+}
 
 /* One pass over the line: string values of topic, key and payload are
  * unescaped into text as they are met (the payload is most of the line, so
@@ -91,6 +140,9 @@ static int scan_line(const char *p, const char *end, kcat_fields *f, cdc__buf *t
     f->partition = f->offset = NULL;
     f->payload_null = 0;
     f->nul = 0;
+    f->old_key = NONE;
+    f->old_key_len = 0;
+    f->key_moved = 0;
     p = skip_ws(p, end);
     if (end - p >= 3 && !memcmp(p, "\xef\xbb\xbf", 3)) p = skip_ws(p + 3, end); /* a byte-order mark */
     if (p >= end || *p != '{') return LINE_BAD;
@@ -126,7 +178,10 @@ static int scan_line(const char *p, const char *end, kcat_fields *f, cdc__buf *t
             *(iskey ? &f->key_len : &f->payload_len) = (size_t)(p - v);
             cdc__buf_put(text, v, (size_t)(p - v));
             cdc__buf_putc(text, 0);
+        } else if (*v == '[' && kl == 7 && !memcmp(ks, "headers", 7) && (p = scan_headers(v, end, f, text))) {
+            /* taken */
         } else {
+            p = v;
             if (!(p = skip_value(p, end))) return LINE_BAD;
             int isnull = (p - v == 4 && !memcmp(v, "null", 4));
             if (kl == 9 && !memcmp(ks, "partition", 9)) f->partition = v;
@@ -147,24 +202,25 @@ typedef struct batch {
     cdc_record_t *recs;
     size_t n, cap;
     cdc__buf text;          /* lines and unescaped strings; records hold offsets until sealed */
-    size_t *off;            /* per record: offsets of topic, key, value into text (or SIZE_MAX) */
+    size_t *off;            /* per record: offsets of topic, key, value, old key into text (or NONE) */
     const char **bad;       /* per record: why its position is unusable, or NULL */
 } batch;
 
 static void batch_add(batch *b, const cdc_record_t *r, size_t topic_off, size_t key_off, size_t val_off,
-                      const char *bad)
+                      size_t old_key_off, const char *bad)
 {
     if (b->n == b->cap) {
         b->cap = b->cap ? b->cap * 2 : 1024;
         b->recs = cdc__realloc(b->recs, b->cap * sizeof *b->recs);
-        b->off = cdc__realloc(b->off, b->cap * 3 * sizeof *b->off);
+        b->off = cdc__realloc(b->off, b->cap * 4 * sizeof *b->off);
         b->bad = cdc__realloc(b->bad, b->cap * sizeof *b->bad);
     }
     b->bad[b->n] = bad;
     b->recs[b->n] = *r;
-    b->off[b->n * 3] = topic_off;
-    b->off[b->n * 3 + 1] = key_off;
-    b->off[b->n * 3 + 2] = val_off;
+    b->off[b->n * 4] = topic_off;
+    b->off[b->n * 4 + 1] = key_off;
+    b->off[b->n * 4 + 2] = val_off;
+    b->off[b->n * 4 + 3] = old_key_off;
     b->n++;
 }
 
@@ -173,9 +229,10 @@ static void batch_seal(batch *b)
 {
     for (size_t i = 0; i < b->n; i++) {
         cdc_record_t *r = &b->recs[i];
-        r->topic = b->off[i * 3] == NONE ? NULL : b->text.p + b->off[i * 3];
-        r->key = b->off[i * 3 + 1] == NONE ? NULL : b->text.p + b->off[i * 3 + 1];
-        r->value = b->off[i * 3 + 2] == NONE ? NULL : b->text.p + b->off[i * 3 + 2];
+        r->topic = b->off[i * 4] == NONE ? NULL : b->text.p + b->off[i * 4];
+        r->key = b->off[i * 4 + 1] == NONE ? NULL : b->text.p + b->off[i * 4 + 1];
+        r->value = b->off[i * 4 + 2] == NONE ? NULL : b->text.p + b->off[i * 4 + 2];
+        r->old_key = b->off[i * 4 + 3] == NONE ? NULL : b->text.p + b->off[i * 4 + 3];
     }
 }
 
@@ -215,12 +272,15 @@ static void add_line(batch *b, const char *line, size_t len, const char *source,
     r.offset = -1;
     size_t mark = b->text.len;
     int kind = scan_line(line, line + len, &f, &b->text);
-    size_t toff = NONE, koff = NONE, voff = NONE;
+    size_t toff = NONE, koff = NONE, voff = NONE, ooff = NONE;
     const char *bad = NULL;
     if (kind == LINE_KCAT) {
         toff = f.topic;
         koff = f.key;
         voff = f.payload;
+        ooff = f.old_key;
+        r.old_key_len = f.old_key_len;
+        r.key_moved = f.key_moved;
         r.key_len = f.key_len;
         r.value_len = f.payload_len;
         int64_t part = f.partition ? parse_position(f.partition, INT32_MAX) : 0;
@@ -239,7 +299,7 @@ static void add_line(batch *b, const char *line, size_t len, const char *source,
         r.value_len = len;
     }
     if (bad) r.offset = -1; /* dead-lettered by its file and line instead */
-    batch_add(b, &r, toff, koff, voff, bad);
+    batch_add(b, &r, toff, koff, voff, ooff, bad);
 }
 
 /* ---- The pipeline ----

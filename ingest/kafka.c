@@ -524,6 +524,17 @@ static void fill_records(kbatch *b)
         r->key_len = m->key ? m->key_len : 0;
         r->value = m->payload;
         r->value_len = m->payload ? m->len : 0;
+        /* a primary-key change's headers (cdc_record_t); the message owns them */
+        rd_kafka_headers_t *h = NULL;
+        const void *hv;
+        size_t hn;
+        if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR && h) {
+            if (rd_kafka_header_get_last(h, "__debezium.oldkey", &hv, &hn) == RD_KAFKA_RESP_ERR_NO_ERROR && hv) {
+                r->old_key = hv;
+                r->old_key_len = hn;
+            }
+            r->key_moved = rd_kafka_header_get_last(h, "__debezium.newkey", &hv, &hn) == RD_KAFKA_RESP_ERR_NO_ERROR;
+        }
     }
 }
 

@@ -307,7 +307,7 @@ static int fold_load_stored(fold *f, const cdc__table *t, const char *row, size_
 /* Replaces the state's row with an event row; unavailable columns keep the
  * state's value when it has one.  live says whether the state is a live row. */
 static int fold_take_row(fold *f, cdc__table *t, const cdc__buf *row, int live, uint64_t *kept,
-                         uint64_t *unresolved)
+                         uint64_t *unresolved, const fold *donor)
 {
     const char *p = row->p, *end = row->p + row->len;
     uint64_t n;
@@ -332,6 +332,11 @@ static int fold_take_row(fold *f, cdc__table *t, const cdc__buf *row, int live, 
                 c->set = 1;
                 (*kept)++;
             } else if (live && c->set == 2 && c->tag == CDC__V_NULL) {
+                c->set = 1;
+                (*kept)++;
+            } else if (donor && idx < donor->ncols && donor->cols[idx].set &&
+                       donor->cols[idx].tag != CDC__V_UNAVAILABLE) {
+                *c = donor->cols[idx]; /* the value it had under its old key (donor_row) */
                 c->set = 1;
                 (*kept)++;
             } else {
@@ -441,6 +446,10 @@ typedef struct apply_ctx {
     cdc__buf rkeys;                  /* the groups' keys as stored, in group order ... */
     size_t *rkoff, *rklen;           /* ... where each starts, and its length */
     fold f;                          /* reused across groups */
+    fold donor;                      /* a moved row's old key, as of its key change (donor_row) */
+    char **donor_vals;               /* the old keys' values read for the group (RocksDB's) */
+    size_t ndonor_vals;
+    int keep_row;                    /* the group ends with a moved key's delete after a live row */
     cdc__buf out, rowbuf;
     cdc__buf keytext, elem; /* a tombstone's key columns (tombstone_key) */
     unsigned char *present; /* the columns an upsert carried (note_columns) */
@@ -902,6 +911,13 @@ static size_t sort_group(apply_ctx *a, const group *gr)
     return m;
 }
 
+/* The old keys' values donor_row read for the previous group. */
+static void donor_vals_free(apply_ctx *a)
+{
+    for (size_t i = 0; i < a->ndonor_vals; i++) rocksdb_free(a->donor_vals[i]);
+    a->ndonor_vals = 0;
+}
+
 /* What the fold starts from: the stored value under the table's floor. */
 typedef struct start_state {
     int state;           /* 0 none, 1 live, 2 deleted */
@@ -915,6 +931,8 @@ static int fold_start(apply_ctx *a, size_t g, start_state *ss)
     const group *gr = &a->groups[g];
     cdc__table *t = gr->t;
     fold *f = &a->f;
+    donor_vals_free(a);
+    a->keep_row = 0;
     memset(&f->ver, 0, sizeof f->ver);
     f->exists = 0;
     f->flags = 0;
@@ -999,11 +1017,13 @@ static int count_not_applied(apply_ctx *a, cdc__table *t, size_t m, const start_
 
 /* A tombstone's columns (see fold_events): the key, read from the stored
  * key itself (a delete's before image may be null, under REPLICA IDENTITY
- * NOTHING), every other column absent. */
+ * NOTHING), every other column absent, unless the row moved to another key
+ * (a->keep_row: its columns stay for the new key, donor_row). */
 static int tombstone_key(apply_ctx *a, cdc__table *t, const group *gr)
 {
     fold *f = &a->f;
-    for (size_t c = 0; c < f->ncols; c++) f->cols[c].set = 0;
+    if (!a->keep_row)
+        for (size_t c = 0; c < f->ncols; c++) f->cols[c].set = 0;
     const unsigned char *p = (const unsigned char *)gr->key, *end = p + gr->key_len;
     size_t *off = cdc__malloc((2 * t->nkey + 1) * sizeof *off);
     cdc__buf_reset(&a->keytext);
@@ -1077,12 +1097,86 @@ static int note_skipped_columns(apply_ctx *a, cdc__table *t, const cdc__event *e
     return cdc__table_note_columns(t, ver, a->present, &ev->defaults);
 }
 
+/* ---- A row whose primary key changed ----
+ *
+ * Debezium sends a primary-key change as a delete of the old key (header
+ * __debezium.newkey), a tombstone and a create of the new key (header
+ * __debezium.oldkey), and the create carries the unchanged-TOAST
+ * placeholder for each TOASTed column the UPDATE left alone: the new key
+ * has no stored value to keep (measured on the test stack: UPDATE ... SET
+ * id = 10 WHERE id = 1 of a row with a 10,000-byte text gives
+ * {"id":10,...,"big":"__debezium_unavailable_value"}).  The row's value is
+ * the old key's, as of the change.  So:
+ *  - the delete of a moved key keeps the row in its tombstone (keep_row;
+ *    a tombstone otherwise holds the key alone), whatever batch the create
+ *    comes in, and views still show no column of a tombstone;
+ *  - the create's placeholders take the old key's values (donor_row): its
+ *    stored value (live, when the delete is not applied yet: another
+ *    partition, or later in this batch; or that tombstone), with the old
+ *    key's events of this batch older than the change folded on top.  A
+ *    value stored after the change (the old key used again), one under the
+ *    table's floor, or none at all gives nothing: the placeholder stays
+ *    unresolved, counted, as without the header. */
+
+/* The old key's row for event ev (an upsert with placeholders and
+ * ev->old_key) of table t at version ver, in a->donor; NULL when there is
+ * none. */
+static const fold *donor_row(apply_ctx *a, cdc__table *t, const cdc__event *ev, const cdc__version *ver)
+{
+    fold *d = &a->donor;
+    group probe = {.t = t, .key = ev->old_key.p, .key_len = ev->old_key.len};
+    const group *og = bsearch(&probe, a->groups, a->ngroups, sizeof *a->groups, group_cmp);
+    const char *v = NULL;
+    size_t vn = 0;
+    if (og) {
+        size_t g = (size_t)(og - a->groups);
+        v = a->vals[g], vn = a->vlens[g]; /* as stored before this batch */
+    } else {
+        cdc__buf k = {0};
+        cdc__table_key(t, ev->old_key.p, ev->old_key.len, &k);
+        char *e = NULL;
+        v = rocksdb_get_cf(a->st->db, a->st->ro, t->cf, k.p, k.len, &vn, &e);
+        cdc__buf_free(&k);
+        free(e); /* a failed read gives no donor, like an absent row */
+        if (v) { /* kept until the group's row is written: the fold may point into it */
+            a->donor_vals = cdc__realloc(a->donor_vals, (a->ndonor_vals + 1) * sizeof *a->donor_vals);
+            a->donor_vals[a->ndonor_vals++] = (char *)v;
+        }
+    }
+    d->ncols = 0;
+    fold_grow(d, t->ncols);
+    for (size_t i = 0; i < d->ncols; i++) d->cols[i].set = 0;
+    int have = 0;
+    cdc__version dver = {0};
+    cdc__value sv;
+    if (v && !cdc__value_decode(v, vn, &sv) && cdc__version_cmp(&sv.ver, ver) <= 0) {
+        int flags = sv.flags;
+        cdc__apply_floor(t, &sv);
+        if (sv.flags == flags && !fold_load_stored(d, t, sv.row, sv.row_len)) have = 1, dver = sv.ver;
+    }
+    /* the old key's upserts of this batch between that and the change */
+    for (int e = og ? og->first : -1; e >= 0; e = a->sl[e].next) {
+        const cdc__event *oe = &a->evs[e];
+        const cdc__version *ov = &a->sl[e].ver;
+        if (oe->action != CDC__ACT_UPSERT || cdc__version_cmp(ov, ver) >= 0 ||
+            (have && cdc__version_cmp(ov, &dver) <= 0))
+            continue;
+        uint64_t k0 = 0, u0 = 0;
+        if (fold_take_row(d, t, &oe->row, have, &k0, &u0, NULL)) continue;
+        have = 1, dver = *ov; /* the group's events come in version order (sort_group) */
+    }
+    return have ? d : NULL;
+}
+
 /* Folds every event newer than the state, in version order.  A change
  * followed by a delete in the same batch is skipped (its columns noted).
  *
  * What a tombstone holds: the key columns and the delete's version, every
- * other column NULL.  The stored state must be a function of the events,
- * never of where a stream was cut into batches; the columns of the row a
+ * other column NULL (but for a row that moved to another key, above: its
+ * columns stay for the new key, and read NULL too; a key's events come in
+ * order in its partition, so they are the row as of the change, batches
+ * aside).  The stored state must be a function of the events, never of
+ * where a stream was cut into batches; the columns of the row a
  * delete replaced are not (whether the last update before the delete was
  * stored before the delete arrived depends on the batch boundaries and on
  * late delivery, as in the reference MERGE, where a deleted row keeps what
@@ -1098,21 +1192,27 @@ static int fold_events(apply_ctx *a, cdc__table *t, size_t m, uint64_t *kept, ui
             last_delete = j - 1;
             break;
         }
+    /* a moved key's delete keeps the row as it was: its changes before the
+     * delete are folded, not skipped */
+    int moved = last_delete < m && a->evs[a->order[last_delete]].key_moved;
     for (size_t j = 0; j < m; j++) {
         const slot *s = &a->sl[a->order[j]];
         const cdc__event *ev = &a->evs[a->order[j]];
         int del = ev->action == CDC__ACT_DELETE;
         if (f->exists && cdc__version_cmp(&s->ver, &f->ver) <= 0) continue;
-        if (last_delete < m && j < last_delete && !del) {
+        if (last_delete < m && j < last_delete && !del && !moved) {
             if (note_skipped_columns(a, t, ev, &s->ver)) return CDC_ECORRUPT;
             continue;
         }
         int live = f->exists && !(f->flags & CDC__F_DELETED);
         if (del) {
             f->flags = CDC__F_DELETED; /* columns: tombstone_key, after the fold */
+            a->keep_row = ev->key_moved && live;
         } else {
             size_t n0 = t->ncols;
-            if (fold_take_row(f, t, &ev->row, live, kept, unresolved)) return CDC_ECORRUPT;
+            const fold *donor = ev->old_key.len && ev->nunavailable ? donor_row(a, t, ev, &s->ver) : NULL;
+            a->keep_row = 0;
+            if (fold_take_row(f, t, &ev->row, live, kept, unresolved, donor)) return CDC_ECORRUPT;
             mark_added_later(t, n0);
             if (note_columns(a, t, ev, &s->ver)) return CDC_ECORRUPT;
             f->flags = ev->snapshot != CDC__SNAP_NONE ? CDC__F_SNAPSHOT : 0;
@@ -1310,6 +1410,9 @@ static void ctx_free(apply_ctx *a)
     free(a->vlens);
     free(a->errs);
     free(a->f.cols);
+    free(a->donor.cols);
+    donor_vals_free(a);
+    free(a->donor_vals);
     cdc__buf_free(&a->out);
     cdc__buf_free(&a->rowbuf);
     cdc__buf_free(&a->keytext);
@@ -1341,6 +1444,7 @@ void cdc__event_free(cdc__event *ev)
     cdc__buf_free(&ev->row);
     cdc__buf_free(&ev->defaults);
     cdc__buf_free(&ev->coltypes);
+    cdc__buf_free(&ev->old_key);
 }
 
 static void events_free(cdc__event *evs, size_t n)

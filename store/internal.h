@@ -245,6 +245,12 @@ typedef struct cdc__event {
     cdc__buf coltypes;     /* upserts with a schema: each column's type as an event row of
                             * descriptors ("int32", "decimal:2", "int64/io.debezium.time.Date"...) */
     char *reason;          /* CDC__ACT_DEAD: why, malloc'd */
+    /* A primary-key change (cdc_record_t's old_key, key_moved): an upsert with
+     * placeholders (nunavailable > 0) carries the encoded key the row had,
+     * empty otherwise; a delete whose row lives on under another key has
+     * key_moved 1 (its tombstone keeps the row for the new key to read). */
+    cdc__buf old_key;
+    int key_moved;
 } cdc__event;
 
 void cdc__event_free(cdc__event *ev);

@@ -1368,6 +1368,14 @@ static int key_json_into(const cdc__table *t, const char *k, size_t kl, cdc__buf
 
 /* Fills *row from a stored key and value; arrays come from the caller.
  * keyjson NULL: row->key_json is NULL and the key is not formatted. */
+/* Is column i of t one of its key's? */
+static int key_column(const cdc__table *t, size_t i)
+{
+    for (size_t k = 0; k < t->nkey; k++)
+        if (!strcmp(t->cols[i], t->keycols[k])) return 1;
+    return 0;
+}
+
 static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v, size_t vl,
                     cdc__buf *keyjson, const char **vals, size_t *lens, cdc_row_t *row)
 {
@@ -1386,7 +1394,10 @@ static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v
     cdc__table_live((cdc__table *)t);
     /* A deleted row (a tombstone: the key columns only) lacks the others
      * by design, not for want of a default: they read as NULL (not as a
-     * default the row never held), and none counts as unknown. */
+     * default the row never held), and none counts as unknown.  The
+     * tombstone of a row that moved to another key keeps its columns for
+     * the new key (store/apply.c, "A row whose primary key changed"): they
+     * read as NULL too. */
     int deleted = !!(val.flags & CDC__F_DELETED);
     uint32_t unknown = 0;
     for (size_t j = 0; j < t->nlive; j++) {
@@ -1394,6 +1405,7 @@ static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v
         const cdc__colmeta *m = &t->colmeta[i];
         vals[j] = vals[i];
         lens[j] = lens[i];
+        if (deleted && t->nkey && lens[j] != CDC__ABSENT && !key_column(t, i)) lens[j] = CDC__ABSENT;
         if (lens[j] == CDC__ABSENT) {
             vals[j] = m->dflt_known && !deleted ? m->dflt : NULL;
             lens[j] = vals[j] ? strlen(vals[j]) : 0;

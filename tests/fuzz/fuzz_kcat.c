@@ -102,6 +102,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (r->topic)
             FUZZ_CHECK(within(&b, r->topic, strlen(r->topic) + 1), "record %zu: topic outside the text", i);
         if (r->key) FUZZ_CHECK(within(&b, r->key, r->key_len + 1), "record %zu: key outside the text", i);
+        if (r->old_key) {
+            FUZZ_CHECK(within(&b, r->old_key, r->old_key_len + 1), "record %zu: old key outside the text", i);
+            FUZZ_CHECK(r->old_key[r->old_key_len] == 0, "record %zu: old key not NUL-terminated", i);
+        }
         if (r->value) {
             FUZZ_CHECK(within(&b, r->value, r->value_len + 1), "record %zu: value outside the text", i);
             FUZZ_CHECK(r->value[r->value_len] == 0, "record %zu: value not NUL-terminated", i);

@@ -1220,6 +1220,93 @@ Test(toast, unchanged_toasted_value_keeps_the_stored_one)
     free(dir);
 }
 
+/* A primary-key change leaving a TOASTed column unchanged (see store/apply.c,
+ * "A row whose primary key changed"): Debezium's delete of the old key
+ * (key_moved), its tombstone, and the create of the new key (old_key) with
+ * the placeholder.  The new key's note is the old key's, however the three
+ * fall into batches and partitions, with the old key's changes before the
+ * key change; without the header, or when the old key was used again
+ * after the change, nothing is taken. */
+typedef struct moved_case {
+    const char *name;
+    int batches[8];   /* batch number of each record below, -1: not sent */
+    int order[8];     /* the order records are sent in */
+    int header;       /* 0: no __debezium.oldkey header */
+    const char *want; /* the export */
+    uint64_t kept, unresolved;
+} moved_case;
+
+Test(toast, key_change_takes_the_old_keys_unchanged_values)
+{
+    /* 0 create 1 (note LONG), 1 update 1 (note LONG2), 2 delete 1 (moved), 3 tombstone 1,
+     * 4 create 10 (note placeholder), 5 create 1 again (note REUSED, later than the change) */
+    static const moved_case cases[] = {
+        {"one batch each", {0, -1, 1, 2, 3, -1}, {0, 1, 2, 3, 4, 5}, 1, "order_id,s,note\n10,b,LONG\n", 1, 0},
+        {"all in one batch", {0, -1, 1, 1, 1, -1}, {0, 1, 2, 3, 4, 5}, 1, "order_id,s,note\n10,b,LONG\n", 1, 0},
+        {"the create first (another partition)", {0, -1, 2, 2, 1, -1}, {0, 1, 4, 2, 3, 5}, 1,
+         "order_id,s,note\n10,b,LONG\n", 1, 0},
+        {"create and delete in one batch, create first", {0, -1, 1, 1, 1, -1}, {0, 1, 4, 2, 3, 5}, 1,
+         "order_id,s,note\n10,b,LONG\n", 1, 0},
+        {"an update of the old key in the batch of the change", {0, 1, 1, 1, 1, -1}, {0, 1, 2, 3, 4, 5}, 1,
+         "order_id,s,note\n10,b,LONG2\n", 1, 0},
+        {"an update of the old key, then the change a batch later", {0, 1, 1, 1, 2, -1}, {0, 1, 2, 3, 4, 5}, 1,
+         "order_id,s,note\n10,b,LONG2\n", 1, 0},
+        {"an update of the old key alone in its batch", {0, 1, 2, 2, 3, -1}, {0, 1, 2, 3, 4, 5}, 1,
+         "order_id,s,note\n10,b,LONG2\n", 1, 0},
+        {"without the header", {0, -1, 1, 2, 3, -1}, {0, 1, 2, 3, 4, 5}, 0, "order_id,s,note\n10,b,\n", 0, 1},
+        {"the old key used again before the create arrives", {0, -1, 1, 2, 4, 3}, {0, 1, 2, 3, 5, 4}, 1,
+         "order_id,s,note\n1,r,REUSED\n10,b,\n", 0, 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const moved_case *mc = &cases[c];
+        char *dir = tu_tmpdir();
+        cdc_store_t *st = tu_open(dir);
+        recs rs = {0};
+        recs_add(&rs, T, 0, 0, strdup("{\"order_id\":1}"),
+                 env_t("public.orders", "c", NULL, "{\"order_id\":1,\"s\":\"a\",\"note\":\"LONG\"}", 100, "false"));
+        recs_add(&rs, T, 0, 1, strdup("{\"order_id\":1}"),
+                 env_t("public.orders", "u", NULL, "{\"order_id\":1,\"s\":\"a2\",\"note\":\"LONG2\"}", 150, "false"));
+        recs_add(&rs, T, 0, 2, strdup("{\"order_id\":1}"),
+                 env_t("public.orders", "d", "{\"order_id\":1,\"s\":null,\"note\":null}", NULL, 200, "false"));
+        recs_add(&rs, T, 0, 3, strdup("{\"order_id\":1}"), NULL);
+        recs_add(&rs, T, 1, 0, strdup("{\"order_id\":10}"),
+                 env_t("public.orders", "c", NULL,
+                       "{\"order_id\":10,\"s\":\"b\",\"note\":\"__debezium_unavailable_value\"}", 200, "false"));
+        recs_add(&rs, T, 0, 4, strdup("{\"order_id\":1}"),
+                 env_t("public.orders", "c", NULL, "{\"order_id\":1,\"s\":\"r\",\"note\":\"REUSED\"}", 300, "false"));
+        rs.r[2].key_moved = 1;
+        if (mc->header) {
+            rs.r[4].old_key = "{\"order_id\":1}";
+            rs.r[4].old_key_len = strlen(rs.r[4].old_key);
+        }
+        for (int b = 0; b < 5; b++) {
+            cdc_record_t batch[8];
+            size_t n = 0;
+            for (int i = 0; i < 6; i++) {
+                int k = mc->order[i];
+                if (mc->batches[k] == b) batch[n++] = rs.r[k];
+            }
+            if (n) tu_apply(st, batch, n);
+        }
+        char *v = tu_export(st, "public.orders", 0);
+        cr_expect_str_eq(v, mc->want, "%s", mc->name);
+        free(v);
+        cdc_stats_t s;
+        cdc_store_stats(st, NULL, &s, NULL);
+        cr_expect_eq(s.placeholders_kept, mc->kept, "%s: kept %llu", mc->name, (unsigned long long)s.placeholders_kept);
+        cr_expect_eq(s.placeholders_unresolved, mc->unresolved, "%s: unresolved %llu", mc->name,
+                     (unsigned long long)s.placeholders_unresolved);
+        /* a tombstone that kept its row still shows no column */
+        v = tu_export(st, "public.orders", 1);
+        if (mc->batches[5] < 0) cr_expect(strstr(v, "\n1,,,200,t\n"), "%s: the tombstone of 1: %s", mc->name, v);
+        free(v);
+        recs_free(&rs);
+        cdc_store_close(st);
+        tu_rmrf(dir);
+        free(dir);
+    }
+}
+
 /* ---- Bad input ---- */
 
 Test(bad_input, dead_letters_with_position_and_the_run_goes_on)
