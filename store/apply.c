@@ -407,6 +407,9 @@ typedef struct pos_upd {
     int64_t offset;
 } pos_upd;
 
+/* Key changes of one row in one batch followed back (donor_row). */
+#define DONOR_DEPTH 4
+
 /* The store's state of one record of the batch. */
 typedef struct slot {
     cdc__table *t;       /* the table of a row event */
@@ -446,7 +449,7 @@ typedef struct apply_ctx {
     cdc__buf rkeys;                  /* the groups' keys as stored, in group order ... */
     size_t *rkoff, *rklen;           /* ... where each starts, and its length */
     fold f;                          /* reused across groups */
-    fold donor;                      /* a moved row's old key, as of its key change (donor_row) */
+    fold donor[DONOR_DEPTH];         /* a moved row's old keys, as of its key changes (donor_row) */
     char **donor_vals;               /* the old keys' values read for the group (RocksDB's) */
     size_t ndonor_vals;
     int keep_row;                    /* the group ends with a moved key's delete after a live row */
@@ -1113,17 +1116,22 @@ static int note_skipped_columns(apply_ctx *a, cdc__table *t, const cdc__event *e
  *  - the create's placeholders take the old key's values (donor_row): its
  *    stored value (live, when the delete is not applied yet: another
  *    partition, or later in this batch; or that tombstone), with the old
- *    key's events of this batch older than the change folded on top.  A
+ *    key's events of this batch older than the change folded on top (one
+ *    that created the old key from a key before it followed back the same
+ *    way, up to DONOR_DEPTH changes).  A
  *    value stored after the change (the old key used again), one under the
  *    table's floor, or none at all gives nothing: the placeholder stays
  *    unresolved, counted, as without the header. */
 
 /* The old key's row for event ev (an upsert with placeholders and
- * ev->old_key) of table t at version ver, in a->donor; NULL when there is
- * none. */
-static const fold *donor_row(apply_ctx *a, cdc__table *t, const cdc__event *ev, const cdc__version *ver)
+ * ev->old_key) of table t at version ver, in a->donor[depth]; NULL when
+ * there is none.  The old key's own creation in this batch, from a key
+ * before it (K1 -> K2 -> K3 in one batch), is followed back the same way,
+ * DONOR_DEPTH changes deep. */
+static const fold *donor_row(apply_ctx *a, cdc__table *t, const cdc__event *ev, const cdc__version *ver,
+                             int depth)
 {
-    fold *d = &a->donor;
+    fold *d = &a->donor[depth];
     group probe = {.t = t, .key = ev->old_key.p, .key_len = ev->old_key.len};
     const group *og = bsearch(&probe, a->groups, a->ngroups, sizeof *a->groups, group_cmp);
     const char *v = NULL;
@@ -1162,7 +1170,10 @@ static const fold *donor_row(apply_ctx *a, cdc__table *t, const cdc__event *ev, 
             (have && cdc__version_cmp(ov, &dver) <= 0))
             continue;
         uint64_t k0 = 0, u0 = 0;
-        if (fold_take_row(d, t, &oe->row, have, &k0, &u0, NULL)) continue;
+        const fold *back = oe->old_key.len && oe->nunavailable && depth + 1 < DONOR_DEPTH
+                               ? donor_row(a, t, oe, ov, depth + 1)
+                               : NULL;
+        if (fold_take_row(d, t, &oe->row, have, &k0, &u0, back)) continue;
         have = 1, dver = *ov; /* the group's events come in version order (sort_group) */
     }
     return have ? d : NULL;
@@ -1210,7 +1221,7 @@ static int fold_events(apply_ctx *a, cdc__table *t, size_t m, uint64_t *kept, ui
             a->keep_row = ev->key_moved && live;
         } else {
             size_t n0 = t->ncols;
-            const fold *donor = ev->old_key.len && ev->nunavailable ? donor_row(a, t, ev, &s->ver) : NULL;
+            const fold *donor = ev->old_key.len && ev->nunavailable ? donor_row(a, t, ev, &s->ver, 0) : NULL;
             a->keep_row = 0;
             if (fold_take_row(f, t, &ev->row, live, kept, unresolved, donor)) return CDC_ECORRUPT;
             mark_added_later(t, n0);
@@ -1410,7 +1421,7 @@ static void ctx_free(apply_ctx *a)
     free(a->vlens);
     free(a->errs);
     free(a->f.cols);
-    free(a->donor.cols);
+    for (int i = 0; i < DONOR_DEPTH; i++) free(a->donor[i].cols);
     donor_vals_free(a);
     free(a->donor_vals);
     cdc__buf_free(&a->out);

@@ -1307,6 +1307,53 @@ Test(toast, key_change_takes_the_old_keys_unchanged_values)
     }
 }
 
+/* Key changes in a chain, K1 -> K2 -> K3 (each a delete with key_moved
+ * and a create with old_key and the placeholder), batched every way: K3
+ * keeps K1's note, through K2's tombstone or K2's create in the same
+ * batch. */
+Test(toast, chained_key_changes_keep_the_first_keys_values)
+{
+    /* 0 create 1; 1 delete 1 (moved); 2 create 2 (old 1); 3 delete 2 (moved); 4 create 3 (old 2) */
+    static const int batchings[][5] = {
+        {0, 1, 1, 1, 1}, {0, 1, 1, 2, 2}, {0, 1, 2, 3, 4}, {0, 0, 0, 0, 0}, {0, 1, 1, 1, 2}, {0, 2, 1, 1, 1},
+    };
+    for (size_t c = 0; c < sizeof batchings / sizeof batchings[0]; c++) {
+        char *dir = tu_tmpdir();
+        cdc_store_t *st = tu_open(dir);
+        recs rs = {0};
+        recs_add(&rs, T, 0, 0, strdup("{\"order_id\":1}"),
+                 env_t("public.orders", "c", NULL, "{\"order_id\":1,\"s\":\"a\",\"note\":\"LONG\"}", 100, "false"));
+        recs_add(&rs, T, 0, 1, strdup("{\"order_id\":1}"),
+                 env_t("public.orders", "d", "{\"order_id\":1,\"s\":null,\"note\":null}", NULL, 200, "false"));
+        recs_add(&rs, T, 1, 0, strdup("{\"order_id\":2}"),
+                 env_t("public.orders", "c", NULL, "{\"order_id\":2,\"s\":\"b\",\"note\":\"__debezium_unavailable_value\"}",
+                       200, "false"));
+        recs_add(&rs, T, 1, 1, strdup("{\"order_id\":2}"),
+                 env_t("public.orders", "d", "{\"order_id\":2,\"s\":null,\"note\":null}", NULL, 300, "false"));
+        recs_add(&rs, T, 2, 0, strdup("{\"order_id\":3}"),
+                 env_t("public.orders", "c", NULL, "{\"order_id\":3,\"s\":\"c\",\"note\":\"__debezium_unavailable_value\"}",
+                       300, "false"));
+        rs.r[1].key_moved = rs.r[3].key_moved = 1;
+        rs.r[2].old_key = "{\"order_id\":1}";
+        rs.r[4].old_key = "{\"order_id\":2}";
+        rs.r[2].old_key_len = rs.r[4].old_key_len = strlen(rs.r[2].old_key);
+        for (int b = 0; b < 5; b++) {
+            cdc_record_t batch[5];
+            size_t n = 0;
+            for (int i = 0; i < 5; i++)
+                if (batchings[c][i] == b) batch[n++] = rs.r[i];
+            if (n) tu_apply(st, batch, n);
+        }
+        char *v = tu_export(st, "public.orders", 0);
+        cr_expect_str_eq(v, "order_id,s,note\n3,c,LONG\n", "batching %zu", c);
+        free(v);
+        recs_free(&rs);
+        cdc_store_close(st);
+        tu_rmrf(dir);
+        free(dir);
+    }
+}
+
 /* ---- Bad input ---- */
 
 Test(bad_input, dead_letters_with_position_and_the_run_goes_on)
