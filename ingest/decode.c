@@ -2090,7 +2090,9 @@ static void old_key(const dctx *c, cdc__event *ev, const cJSON *kfields)
         quiet.err = NULL;
         quiet.keytext = NULL;
         cdc__event tmp = {0};
-        if (!decode_key(&quiet, &tmp, o, kfields, NULL, 0)) {
+        /* the same columns as the record's key, or it names another row */
+        if (!decode_key(&quiet, &tmp, o, kfields, NULL, 0) && tmp.keycols.len == ev->keycols.len &&
+            !memcmp(tmp.keycols.p, ev->keycols.p, tmp.keycols.len)) {
             ev->old_key = tmp.key;
             tmp.key = (cdc__buf){0};
         }

@@ -407,8 +407,10 @@ typedef struct pos_upd {
     int64_t offset;
 } pos_upd;
 
-/* Key changes of one row in one batch followed back (donor_row). */
-#define DONOR_DEPTH 4
+/* Key changes of one row in one batch followed back (donor_row): a row
+ * whose key changed more often than this in one batch keeps its
+ * placeholders unresolved. */
+#define DONOR_DEPTH 1000
 
 /* The store's state of one record of the batch. */
 typedef struct slot {
@@ -449,8 +451,11 @@ typedef struct apply_ctx {
     cdc__buf rkeys;                  /* the groups' keys as stored, in group order ... */
     size_t *rkoff, *rklen;           /* ... where each starts, and its length */
     fold f;                          /* reused across groups */
-    fold donor[DONOR_DEPTH];         /* a moved row's old keys, as of its key changes (donor_row) */
-    char **donor_vals;               /* the old keys' values read for the group (RocksDB's) */
+    fold **donor;                    /* a moved row's old keys, as of its key changes (donor_row) */
+    size_t ndonor;
+    colval **created;                /* per event: the row a create by a key change made, once known */
+    size_t *ncreated;
+    char **donor_vals;               /* the old keys' values read for the batch (RocksDB's) */
     size_t ndonor_vals;
     int keep_row;                    /* the group ends with a moved key's delete after a live row */
     cdc__buf out, rowbuf;
@@ -914,7 +919,8 @@ static size_t sort_group(apply_ctx *a, const group *gr)
     return m;
 }
 
-/* The old keys' values donor_row read for the previous group. */
+/* The old keys' values donor_row read for the batch (kept to its end: the
+ * rows made from them, a->created, point into them). */
 static void donor_vals_free(apply_ctx *a)
 {
     for (size_t i = 0; i < a->ndonor_vals; i++) rocksdb_free(a->donor_vals[i]);
@@ -934,7 +940,6 @@ static int fold_start(apply_ctx *a, size_t g, start_state *ss)
     const group *gr = &a->groups[g];
     cdc__table *t = gr->t;
     fold *f = &a->f;
-    donor_vals_free(a);
     a->keep_row = 0;
     memset(&f->ver, 0, sizeof f->ver);
     f->exists = 0;
@@ -1104,36 +1109,58 @@ static int note_skipped_columns(apply_ctx *a, cdc__table *t, const cdc__event *e
  *
  * Debezium sends a primary-key change as a delete of the old key (header
  * __debezium.newkey), a tombstone and a create of the new key (header
- * __debezium.oldkey), and the create carries the unchanged-TOAST
- * placeholder for each TOASTed column the UPDATE left alone: the new key
- * has no stored value to keep (measured on the test stack: UPDATE ... SET
- * id = 10 WHERE id = 1 of a row with a 10,000-byte text gives
- * {"id":10,...,"big":"__debezium_unavailable_value"}).  The row's value is
- * the old key's, as of the change.  So:
+ * __debezium.oldkey), delete and create at one version (one UPDATE), and
+ * the create carries the unchanged-TOAST placeholder for each TOASTed
+ * column the UPDATE left alone: the new key has no stored value to keep
+ * (measured on the test stack: UPDATE ... SET id = 10 WHERE id = 1 of a row
+ * with a 10,000-byte text gives {"id":10,...,"big":
+ * "__debezium_unavailable_value"}).  The value is the old key's row as of
+ * the change, known for certain only once the change's delete is known: a
+ * key's events come in order in its partition, so its events before the
+ * delete are in the batch of the delete or before it.  So:
  *  - the delete of a moved key keeps the row in its tombstone (keep_row;
- *    a tombstone otherwise holds the key alone), whatever batch the create
- *    comes in, and views still show no column of a tombstone;
- *  - the create's placeholders take the old key's values (donor_row): its
- *    stored value (live, when the delete is not applied yet: another
- *    partition, or later in this batch; or that tombstone), with the old
- *    key's events of this batch older than the change folded on top (one
- *    that created the old key from a key before it followed back the same
- *    way, up to DONOR_DEPTH changes).  A
- *    value stored after the change (the old key used again), one under the
- *    table's floor, or none at all gives nothing: the placeholder stays
- *    unresolved, counted, as without the header. */
+ *    a tombstone otherwise holds the key alone), for a create in a later
+ *    batch; views show no column of a tombstone;
+ *  - the create's placeholders take the old key's values (donor_row) when
+ *    the old key's stored value is that tombstone (the change's version),
+ *    or when the change's delete is in the create's batch: then the old
+ *    key's state before it, its stored value with its events of the batch
+ *    older than the change folded on top (a create of the old key by an
+ *    earlier change in the batch, K1 -> K2 -> K3, followed back the same
+ *    way, up to DONOR_DEPTH changes, each followed once).
+ * A create applied before its delete (the two keys in different
+ * partitions, the create's consumed first) would see a stored row that may
+ * miss the old key's last updates, still unread in its partition: it takes
+ * nothing, as a create without the header, a tombstone purged since, or
+ * none: the placeholder stays unresolved, counted (placeholders_unresolved),
+ * and reads NULL until a change writes the column. */
 
-/* The old key's row for event ev (an upsert with placeholders and
- * ev->old_key) of table t at version ver, in a->donor[depth]; NULL when
- * there is none.  The old key's own creation in this batch, from a key
- * before it (K1 -> K2 -> K3 in one batch), is followed back the same way,
- * DONOR_DEPTH changes deep. */
+/* The old key's row, as of the change at version ver, for event ev (an
+ * upsert with placeholders and ev->old_key) of table t, in a->donor[depth];
+ * NULL when it is not known for certain (above). */
 static const fold *donor_row(apply_ctx *a, cdc__table *t, const cdc__event *ev, const cdc__version *ver,
                              int depth)
 {
-    fold *d = &a->donor[depth];
+    if ((size_t)depth >= a->ndonor) {
+        a->donor = cdc__realloc(a->donor, (size_t)(depth + 1) * sizeof *a->donor);
+        while (a->ndonor <= (size_t)depth) a->donor[a->ndonor++] = cdc__calloc(1, sizeof(fold));
+    }
+    fold *d = a->donor[depth];
     group probe = {.t = t, .key = ev->old_key.p, .key_len = ev->old_key.len};
     const group *og = bsearch(&probe, a->groups, a->ngroups, sizeof *a->groups, group_cmp);
+    /* the old key's events of this batch older than the change, in version
+     * order, after the last delete among them (what precedes it is a row
+     * that is gone); and whether the change's delete is among them */
+    int *evs = NULL, ne = 0, cap = 0, delete_here = 0;
+    for (int e = og ? og->first : -1; e >= 0; e = a->sl[e].next) {
+        int c = cdc__version_cmp(&a->sl[e].ver, ver);
+        if (c == 0 && a->evs[e].action == CDC__ACT_DELETE && a->evs[e].key_moved) delete_here = 1;
+        if (c >= 0) continue;
+        if (ne == cap) evs = cdc__realloc(evs, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *evs);
+        int j = ne++;
+        while (j > 0 && cdc__version_cmp(&a->sl[evs[j - 1]].ver, &a->sl[e].ver) > 0) evs[j] = evs[j - 1], j--;
+        evs[j] = e;
+    }
     const char *v = NULL;
     size_t vn = 0;
     if (og) {
@@ -1146,7 +1173,7 @@ static const fold *donor_row(apply_ctx *a, cdc__table *t, const cdc__event *ev, 
         v = rocksdb_get_cf(a->st->db, a->st->ro, t->cf, k.p, k.len, &vn, &e);
         cdc__buf_free(&k);
         free(e); /* a failed read gives no donor, like an absent row */
-        if (v) { /* kept until the group's row is written: the fold may point into it */
+        if (v) { /* kept to the batch's end: folds and a->created point into it */
             a->donor_vals = cdc__realloc(a->donor_vals, (a->ndonor_vals + 1) * sizeof *a->donor_vals);
             a->donor_vals[a->ndonor_vals++] = (char *)v;
         }
@@ -1154,29 +1181,66 @@ static const fold *donor_row(apply_ctx *a, cdc__table *t, const cdc__event *ev, 
     d->ncols = 0;
     fold_grow(d, t->ncols);
     for (size_t i = 0; i < d->ncols; i++) d->cols[i].set = 0;
-    int have = 0;
-    cdc__version dver = {0};
     cdc__value sv;
-    if (v && !cdc__value_decode(v, vn, &sv) && cdc__version_cmp(&sv.ver, ver) <= 0) {
+    int stored = v && !cdc__value_decode(v, vn, &sv);
+    if (stored) {
         int flags = sv.flags;
         cdc__apply_floor(t, &sv);
-        if (sv.flags == flags && !fold_load_stored(d, t, sv.row, sv.row_len)) have = 1, dver = sv.ver;
+        if (sv.flags != flags) stored = 0; /* under the floor: no row */
     }
-    /* the old key's upserts of this batch between that and the change */
-    for (int e = og ? og->first : -1; e >= 0; e = a->sl[e].next) {
-        const cdc__event *oe = &a->evs[e];
-        const cdc__version *ov = &a->sl[e].ver;
-        if (oe->action != CDC__ACT_UPSERT || cdc__version_cmp(ov, ver) >= 0 ||
-            (have && cdc__version_cmp(ov, &dver) <= 0))
-            continue;
+    /* the old key's events the stored row already holds (replays) are out */
+    if (stored) {
+        int k = 0;
+        for (int j = 0; j < ne; j++)
+            if (cdc__version_cmp(&a->sl[evs[j]].ver, &sv.ver) > 0) evs[k++] = evs[j];
+        ne = k;
+    }
+    int live = 0;
+    if (!delete_here) {
+        /* the change's own tombstone, stored by an earlier batch */
+        if (stored && (sv.flags & CDC__F_DELETED) && !cdc__version_cmp(&sv.ver, ver) && !ne)
+            live = !fold_load_stored(d, t, sv.row, sv.row_len);
+        free(evs);
+        return live ? d : NULL;
+    }
+    /* the state before the change's delete, in this batch: after the last
+     * delete before it, or from the stored row */
+    int from = 0, bad = 0;
+    for (int j = 0; j < ne; j++)
+        if (a->evs[evs[j]].action == CDC__ACT_DELETE) from = j + 1;
+    if (!from && stored && cdc__version_cmp(&sv.ver, ver) < 0 && !(sv.flags & CDC__F_DELETED))
+        live = !(bad = fold_load_stored(d, t, sv.row, sv.row_len));
+    for (int j = from; j < ne && !bad; j++) {
+        const cdc__event *oe = &a->evs[evs[j]];
+        const cdc__version *ov = &a->sl[evs[j]].ver;
         uint64_t k0 = 0, u0 = 0;
-        const fold *back = oe->old_key.len && oe->nunavailable && depth + 1 < DONOR_DEPTH
-                               ? donor_row(a, t, oe, ov, depth + 1)
-                               : NULL;
-        if (fold_take_row(d, t, &oe->row, have, &k0, &u0, back)) continue;
-        have = 1, dver = *ov; /* the group's events come in version order (sort_group) */
+        /* only a create after a gone row has placeholders to follow back
+         * (once per level: the row is live after it); what it made is kept,
+         * so that a chain of changes is followed once, not once per link */
+        int e = evs[j];
+        if (!live && oe->old_key.len && oe->nunavailable) {
+            if (!a->created) {
+                a->created = cdc__calloc(a->n + 1, sizeof *a->created);
+                a->ncreated = cdc__calloc(a->n + 1, sizeof *a->ncreated);
+            }
+            if (!a->created[e]) {
+                const fold *back = depth + 1 < DONOR_DEPTH ? donor_row(a, t, oe, ov, depth + 1) : NULL;
+                if ((bad = fold_take_row(d, t, &oe->row, 0, &k0, &u0, back))) break;
+                a->created[e] = cdc__malloc((d->ncols + 1) * sizeof *d->cols);
+                memcpy(a->created[e], d->cols, d->ncols * sizeof *d->cols);
+                a->ncreated[e] = d->ncols;
+            } else {
+                d->ncols = 0;
+                fold_grow(d, a->ncreated[e]);
+                memcpy(d->cols, a->created[e], a->ncreated[e] * sizeof *d->cols);
+            }
+        } else {
+            bad = fold_take_row(d, t, &oe->row, live, &k0, &u0, NULL);
+        }
+        live = 1;
     }
-    return have ? d : NULL;
+    free(evs);
+    return live && !bad ? d : NULL;
 }
 
 /* Folds every event newer than the state, in version order.  A change
@@ -1421,7 +1485,14 @@ static void ctx_free(apply_ctx *a)
     free(a->vlens);
     free(a->errs);
     free(a->f.cols);
-    for (int i = 0; i < DONOR_DEPTH; i++) free(a->donor[i].cols);
+    for (size_t i = 0; a->created && i < a->n; i++) free(a->created[i]);
+    free(a->created);
+    free(a->ncreated);
+    for (size_t i = 0; i < a->ndonor; i++) {
+        free(a->donor[i]->cols);
+        free(a->donor[i]);
+    }
+    free(a->donor);
     donor_vals_free(a);
     free(a->donor_vals);
     cdc__buf_free(&a->out);

@@ -1366,8 +1366,6 @@ static int key_json_into(const cdc__table *t, const char *k, size_t kl, cdc__buf
     return 0;
 }
 
-/* Fills *row from a stored key and value; arrays come from the caller.
- * keyjson NULL: row->key_json is NULL and the key is not formatted. */
 /* Is column i of t one of its key's? */
 static int key_column(const cdc__table *t, size_t i)
 {
@@ -1376,6 +1374,8 @@ static int key_column(const cdc__table *t, size_t i)
     return 0;
 }
 
+/* Fills *row from a stored key and value; arrays come from the caller.
+ * keyjson NULL: row->key_json is NULL and the key is not formatted. */
 static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v, size_t vl,
                     cdc__buf *keyjson, const char **vals, size_t *lens, cdc_row_t *row)
 {
