@@ -410,7 +410,7 @@ typedef struct pos_upd {
 /* Key changes of one row in one batch followed back (donor_row): a row
  * whose key changed more often than this in one batch keeps its
  * placeholders unresolved. */
-#define DONOR_DEPTH 1000
+#define DONOR_DEPTH 200
 
 /* The store's state of one record of the batch. */
 typedef struct slot {
@@ -455,6 +455,8 @@ typedef struct apply_ctx {
     size_t ndonor;
     colval **created;                /* per event: the row a create by a key change made, once known */
     size_t *ncreated;
+    int **gsorted;                   /* per group: its events in version order, once asked (donor_row) */
+    size_t *ngsorted;
     char **donor_vals;               /* the old keys' values read for the batch (RocksDB's) */
     size_t ndonor_vals;
     int keep_row;                    /* the group ends with a moved key's delete after a live row */
@@ -1135,32 +1137,58 @@ static int note_skipped_columns(apply_ctx *a, cdc__table *t, const cdc__event *e
  * none: the placeholder stays unresolved, counted (placeholders_unresolved),
  * and reads NULL until a change writes the column. */
 
+/* Group g's events in version order (record order among equal versions),
+ * sorted once per batch for donor_row. */
+static int ver_cmp_r(const void *x, const void *y, void *arg)
+{
+    const slot *sl = arg;
+    int i = *(const int *)x, j = *(const int *)y;
+    int c = cdc__version_cmp(&sl[i].ver, &sl[j].ver);
+    return c ? c : (i > j) - (i < j);
+}
+
+static const int *group_sorted(apply_ctx *a, size_t g, size_t *n)
+{
+    if (!a->gsorted) {
+        a->gsorted = cdc__calloc(a->ngroups + 1, sizeof *a->gsorted);
+        a->ngsorted = cdc__calloc(a->ngroups + 1, sizeof *a->ngsorted);
+    }
+    if (!a->gsorted[g]) {
+        size_t m = 0, cap = 8;
+        int *l = cdc__malloc(cap * sizeof *l);
+        for (int e = a->groups[g].first; e >= 0; e = a->sl[e].next) {
+            if (m == cap) l = cdc__realloc(l, (cap *= 2) * sizeof *l);
+            l[m++] = e;
+        }
+        qsort_r(l, m, sizeof *l, ver_cmp_r, a->sl);
+        a->gsorted[g] = l;
+        a->ngsorted[g] = m;
+    }
+    *n = a->ngsorted[g];
+    return a->gsorted[g];
+}
+
 /* The old key's row, as of the change at version ver, for event ev (an
  * upsert with placeholders and ev->old_key) of table t, in a->donor[depth];
- * NULL when it is not known for certain (above). */
+ * NULL when it is not known for certain (above).  The old key's state is
+ * started as fold_start starts a key's (its stored value under the table's
+ * floor, or the key known absent up to the floor or the purge horizon) and
+ * its events of the batch older than the change are folded on it as
+ * fold_events folds them, from the last delete on. */
 static const fold *donor_row(apply_ctx *a, cdc__table *t, const cdc__event *ev, const cdc__version *ver,
                              int depth)
 {
+    if (a->opts->interrupt && *a->opts->interrupt) return NULL; /* the batch is given up */
     if ((size_t)depth >= a->ndonor) {
         a->donor = cdc__realloc(a->donor, (size_t)(depth + 1) * sizeof *a->donor);
         while (a->ndonor <= (size_t)depth) a->donor[a->ndonor++] = cdc__calloc(1, sizeof(fold));
     }
     fold *d = a->donor[depth];
+    d->ncols = 0;
+    fold_grow(d, t->ncols);
+    for (size_t i = 0; i < d->ncols; i++) d->cols[i].set = 0;
     group probe = {.t = t, .key = ev->old_key.p, .key_len = ev->old_key.len};
     const group *og = bsearch(&probe, a->groups, a->ngroups, sizeof *a->groups, group_cmp);
-    /* the old key's events of this batch older than the change, in version
-     * order, after the last delete among them (what precedes it is a row
-     * that is gone); and whether the change's delete is among them */
-    int *evs = NULL, ne = 0, cap = 0, delete_here = 0;
-    for (int e = og ? og->first : -1; e >= 0; e = a->sl[e].next) {
-        int c = cdc__version_cmp(&a->sl[e].ver, ver);
-        if (c == 0 && a->evs[e].action == CDC__ACT_DELETE && a->evs[e].key_moved) delete_here = 1;
-        if (c >= 0) continue;
-        if (ne == cap) evs = cdc__realloc(evs, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *evs);
-        int j = ne++;
-        while (j > 0 && cdc__version_cmp(&a->sl[evs[j - 1]].ver, &a->sl[e].ver) > 0) evs[j] = evs[j - 1], j--;
-        evs[j] = e;
-    }
     const char *v = NULL;
     size_t vn = 0;
     if (og) {
@@ -1178,53 +1206,66 @@ static const fold *donor_row(apply_ctx *a, cdc__table *t, const cdc__event *ev, 
             a->donor_vals[a->ndonor_vals++] = (char *)v;
         }
     }
-    d->ncols = 0;
-    fold_grow(d, t->ncols);
-    for (size_t i = 0; i < d->ncols; i++) d->cols[i].set = 0;
+    /* the start state, as fold_start's */
+    int exists = 0, live = 0;
+    cdc__version sver = {0};
     cdc__value sv;
-    int stored = v && !cdc__value_decode(v, vn, &sv);
-    if (stored) {
+    if (v) {
+        if (cdc__value_decode(v, vn, &sv)) return NULL;
         int flags = sv.flags;
         cdc__apply_floor(t, &sv);
-        if (sv.flags != flags) stored = 0; /* under the floor: no row */
+        exists = 1, sver = sv.ver, live = !(sv.flags & CDC__F_DELETED);
+        /* the change's own tombstone (stored by an earlier batch): the row */
+        if ((flags & CDC__F_DELETED) && sv.flags == flags && !cdc__version_cmp(&sv.ver, ver))
+            return fold_load_stored(d, t, sv.row, sv.row_len) ? NULL : d;
+        if (live && fold_load_stored(d, t, sv.row, sv.row_len)) return NULL;
+    } else {
+        exists = cdc__absent_version(t, &sver);
     }
-    /* the old key's events the stored row already holds (replays) are out */
-    if (stored) {
-        int k = 0;
-        for (int j = 0; j < ne; j++)
-            if (cdc__version_cmp(&a->sl[evs[j]].ver, &sv.ver) > 0) evs[k++] = evs[j];
-        ne = k;
+    if (!og) return NULL;
+    /* the change's delete in this batch, and the old key's events before it */
+    size_t n, p = 0;
+    const int *l = group_sorted(a, (size_t)(og - a->groups), &n);
+    for (size_t lo = 0, hi = n; lo < hi;) { /* p: the first at or after the change */
+        size_t mid = (lo + hi) / 2;
+        if (cdc__version_cmp(&a->sl[l[mid]].ver, ver) < 0) lo = p = mid + 1;
+        else hi = mid;
     }
-    int live = 0;
-    if (!delete_here) {
-        /* the change's own tombstone, stored by an earlier batch */
-        if (stored && (sv.flags & CDC__F_DELETED) && !cdc__version_cmp(&sv.ver, ver) && !ne)
-            live = !fold_load_stored(d, t, sv.row, sv.row_len);
-        free(evs);
-        return live ? d : NULL;
+    int delete_here = 0;
+    for (size_t j = p; j < n && !cdc__version_cmp(&a->sl[l[j]].ver, ver); j++)
+        if (a->evs[l[j]].action == CDC__ACT_DELETE && a->evs[l[j]].key_moved) delete_here = 1;
+    if (!delete_here) return NULL;
+    /* from the last delete before it that the state does not hold already */
+    size_t from = 0;
+    for (size_t j = p; j > 0; j--) {
+        if (exists && cdc__version_cmp(&a->sl[l[j - 1]].ver, &sver) <= 0) {
+            from = j;
+            break;
+        }
+        if (a->evs[l[j - 1]].action == CDC__ACT_DELETE) {
+            from = j;
+            live = 0;
+            d->ncols = 0;
+            fold_grow(d, t->ncols); /* zeroes what it adds: no column */
+            break;
+        }
     }
-    /* the state before the change's delete, in this batch: after the last
-     * delete before it, or from the stored row */
-    int from = 0, bad = 0;
-    for (int j = 0; j < ne; j++)
-        if (a->evs[evs[j]].action == CDC__ACT_DELETE) from = j + 1;
-    if (!from && stored && cdc__version_cmp(&sv.ver, ver) < 0 && !(sv.flags & CDC__F_DELETED))
-        live = !(bad = fold_load_stored(d, t, sv.row, sv.row_len));
-    for (int j = from; j < ne && !bad; j++) {
-        const cdc__event *oe = &a->evs[evs[j]];
-        const cdc__version *ov = &a->sl[evs[j]].ver;
+    int bad = 0;
+    for (size_t j = from; j < p && !bad; j++) {
+        int e = l[j];
+        const cdc__event *oe = &a->evs[e];
         uint64_t k0 = 0, u0 = 0;
-        /* only a create after a gone row has placeholders to follow back
-         * (once per level: the row is live after it); what it made is kept,
-         * so that a chain of changes is followed once, not once per link */
-        int e = evs[j];
-        if (!live && oe->old_key.len && oe->nunavailable) {
+        if (live || !oe->old_key.len || !oe->nunavailable) {
+            bad = fold_take_row(d, t, &oe->row, live, &k0, &u0, NULL);
+        } else {
+            /* a create by an earlier key change, after a gone row: followed
+             * back once, and what it made kept for every later use */
             if (!a->created) {
                 a->created = cdc__calloc(a->n + 1, sizeof *a->created);
                 a->ncreated = cdc__calloc(a->n + 1, sizeof *a->ncreated);
             }
             if (!a->created[e]) {
-                const fold *back = depth + 1 < DONOR_DEPTH ? donor_row(a, t, oe, ov, depth + 1) : NULL;
+                const fold *back = depth + 1 < DONOR_DEPTH ? donor_row(a, t, oe, &a->sl[e].ver, depth + 1) : NULL;
                 if ((bad = fold_take_row(d, t, &oe->row, 0, &k0, &u0, back))) break;
                 a->created[e] = cdc__malloc((d->ncols + 1) * sizeof *d->cols);
                 memcpy(a->created[e], d->cols, d->ncols * sizeof *d->cols);
@@ -1234,12 +1275,9 @@ static const fold *donor_row(apply_ctx *a, cdc__table *t, const cdc__event *ev, 
                 fold_grow(d, a->ncreated[e]);
                 memcpy(d->cols, a->created[e], a->ncreated[e] * sizeof *d->cols);
             }
-        } else {
-            bad = fold_take_row(d, t, &oe->row, live, &k0, &u0, NULL);
         }
         live = 1;
     }
-    free(evs);
     return live && !bad ? d : NULL;
 }
 
@@ -1485,6 +1523,9 @@ static void ctx_free(apply_ctx *a)
     free(a->vlens);
     free(a->errs);
     free(a->f.cols);
+    for (size_t i = 0; a->gsorted && i < a->ngroups; i++) free(a->gsorted[i]);
+    free(a->gsorted);
+    free(a->ngsorted);
     for (size_t i = 0; a->created && i < a->n; i++) free(a->created[i]);
     free(a->created);
     free(a->ncreated);
