@@ -1987,8 +1987,9 @@ static int key_decimal(const dctx *c, const cJSON *kfields, const cJSON *k, cdc_
  * one, from the first column of row; checks the row against the key.
  * kfields: the key schema's fields (without a Kafka key, the row's), or
  * NULL. */
-static int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj, const cJSON *kfields, const cJSON *row,
-                      int row_complete)
+static inline __attribute__((always_inline)) int decode_key(dctx *c, cdc__event *ev, const cJSON *kobj,
+                                                            const cJSON *kfields, const cJSON *row,
+                                                            int row_complete)
 {
     char sn[80];
     const char *why = NULL;

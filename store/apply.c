@@ -286,7 +286,11 @@ static void fold_grow(fold *f, size_t n)
     f->cap = f->ncols = n;
 }
 
-static int fold_load_stored(fold *f, const cdc__table *t, const char *row, size_t len)
+/* (inlined: the apply folds every key through these two; donor_row's
+ * second call made the compiler stop inlining them, +0.5% instructions on
+ * the bench's medium stream, callgrind) */
+static inline __attribute__((always_inline)) int fold_load_stored(fold *f, const cdc__table *t, const char *row,
+                                                                  size_t len)
 {
     const char *p = row, *end = row + len;
     uint64_t n, idx, tag;
@@ -306,8 +310,9 @@ static int fold_load_stored(fold *f, const cdc__table *t, const char *row, size_
 
 /* Replaces the state's row with an event row; unavailable columns keep the
  * state's value when it has one.  live says whether the state is a live row. */
-static int fold_take_row(fold *f, cdc__table *t, const cdc__buf *row, int live, uint64_t *kept,
-                         uint64_t *unresolved, const fold *donor)
+static inline __attribute__((always_inline)) int fold_take_row(fold *f, cdc__table *t, const cdc__buf *row, int live,
+                                                               uint64_t *kept, uint64_t *unresolved,
+                                                               const fold *donor)
 {
     const char *p = row->p, *end = row->p + row->len;
     uint64_t n;
@@ -1567,7 +1572,7 @@ void cdc__event_free(cdc__event *ev)
     cdc__buf_free(&ev->row);
     cdc__buf_free(&ev->defaults);
     cdc__buf_free(&ev->coltypes);
-    cdc__buf_free(&ev->old_key);
+    if (ev->old_key.p) cdc__buf_free(&ev->old_key); /* rare: no free(NULL) per event */
 }
 
 static void events_free(cdc__event *evs, size_t n)
