@@ -1358,16 +1358,15 @@ int cdc__pq_row(cdc__pq *pq, const char *const *values, const size_t *lens, cdc_
         cell->null = values[k] == NULL;
         if (cell->null) continue;
         int prc = parse_cell(pq, &pq->cols[k], values[k], lens[k], cell);
-        if (prc == -2) {
-            int n = lens[k] > 200 ? 200 : (int)lens[k];
-            return cdc__err(err, CDC_EINVAL,
-                            "parquet: column %s: '%.*s'%s is outside the range of a Parquet %s (%s since "
-                            "1970-01-01)",
-                            pq->cols[k].name, n, values[k], lens[k] > 200 ? "..." : "", conv_name(pq->cols[k].conv),
-                            pq->cols[k].conv == C_DATE ? "a 32-bit count of days" : "a 64-bit count of microseconds");
-        }
         if (prc) {
             int n = lens[k] > 200 ? 200 : (int)lens[k];
+            if (prc == -2)
+                return cdc__err(err, CDC_EINVAL,
+                                "parquet: column %s: '%.*s'%s is outside the range of a Parquet %s (%s since "
+                                "1970-01-01)",
+                                pq->cols[k].name, n, values[k], lens[k] > 200 ? "..." : "",
+                                conv_name(pq->cols[k].conv),
+                                pq->cols[k].conv == C_DATE ? "a 32-bit count of days" : "a 64-bit count of microseconds");
             return cdc__err(err, CDC_EINVAL, "parquet: column %s: '%.*s'%s is not a valid %s value%s",
                             pq->cols[k].name, n, values[k], lens[k] > 200 ? "..." : "",
                             conv_name(pq->cols[k].conv),

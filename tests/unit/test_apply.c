@@ -1220,6 +1220,57 @@ Test(toast, unchanged_toasted_value_keeps_the_stored_one)
     free(dir);
 }
 
+/* Records of public.orders rows (order_id, s, note) for the key-change
+ * tests below.  s NULL leaves the column out; PH is Debezium's
+ * unchanged-TOAST placeholder. */
+#define PH "__debezium_unavailable_value"
+
+static const char *const KJ[] = {"{\"order_id\":0}", "{\"order_id\":1}", "{\"order_id\":2}", "{\"order_id\":3}",
+                                 "{\"order_id\":4}"};
+
+static void kc_upsert(recs *rs, const char *op, int part, long off, int id, const char *s, const char *note,
+                      unsigned long long lsn)
+{
+    char key[32], row[160];
+    snprintf(key, sizeof key, "{\"order_id\":%d}", id);
+    if (s) snprintf(row, sizeof row, "{\"order_id\":%d,\"s\":\"%s\",\"note\":\"%s\"}", id, s, note);
+    else snprintf(row, sizeof row, "{\"order_id\":%d,\"note\":\"%s\"}", id, note);
+    recs_add(rs, T, part, off, strdup(key), env_t("public.orders", op, NULL, row, lsn, "false"));
+}
+
+/* The delete of a key whose row moved to another (header __debezium.newkey);
+ * with_s: its before image names s too. */
+static void kc_moved_delete(recs *rs, int part, long off, int id, int with_s, unsigned long long lsn)
+{
+    char key[32], before[96];
+    snprintf(key, sizeof key, "{\"order_id\":%d}", id);
+    snprintf(before, sizeof before, with_s ? "{\"order_id\":%d,\"s\":null,\"note\":null}" : "{\"order_id\":%d,\"note\":null}",
+             id);
+    recs_add(rs, T, part, off, strdup(key), env_t("public.orders", "d", before, NULL, lsn, "false"));
+    rs->r[rs->n - 1].key_moved = 1;
+}
+
+/* The last record is the create of a key change from old_key (header
+ * __debezium.oldkey; old_key outlives the records). */
+static void kc_from(recs *rs, const char *old_key)
+{
+    rs->r[rs->n - 1].old_key = old_key;
+    rs->r[rs->n - 1].old_key_len = strlen(old_key);
+}
+
+/* Applies record order[i] in batch batch_of[order[i]] (-1: not sent),
+ * batches in turn. */
+static void kc_apply_batches(cdc_store_t *st, const recs *rs, const int *batch_of, const int *order)
+{
+    for (int b = 0; b < 8; b++) {
+        cdc_record_t batch[8];
+        size_t n = 0;
+        for (size_t i = 0; i < rs->n; i++)
+            if (batch_of[order[i]] == b) batch[n++] = rs->r[order[i]];
+        if (n) tu_apply(st, batch, n);
+    }
+}
+
 /* A primary-key change leaving a TOASTed column unchanged (see store/apply.c,
  * "A row whose primary key changed"): Debezium's delete of the old key
  * (key_moved), its tombstone, and the create of the new key (old_key) with
@@ -1266,32 +1317,14 @@ Test(toast, key_change_takes_the_old_keys_unchanged_values)
         char *dir = tu_tmpdir();
         cdc_store_t *st = tu_open(dir);
         recs rs = {0};
-        recs_add(&rs, T, 0, 0, strdup("{\"order_id\":1}"),
-                 env_t("public.orders", "c", NULL, "{\"order_id\":1,\"s\":\"a\",\"note\":\"LONG\"}", 100, "false"));
-        recs_add(&rs, T, 0, 1, strdup("{\"order_id\":1}"),
-                 env_t("public.orders", "u", NULL, "{\"order_id\":1,\"s\":\"a2\",\"note\":\"LONG2\"}", 150, "false"));
-        recs_add(&rs, T, 0, 2, strdup("{\"order_id\":1}"),
-                 env_t("public.orders", "d", "{\"order_id\":1,\"s\":null,\"note\":null}", NULL, 200, "false"));
-        recs_add(&rs, T, 0, 3, strdup("{\"order_id\":1}"), NULL);
-        recs_add(&rs, T, 1, 0, strdup("{\"order_id\":10}"),
-                 env_t("public.orders", "c", NULL,
-                       "{\"order_id\":10,\"s\":\"b\",\"note\":\"__debezium_unavailable_value\"}", 200, "false"));
-        recs_add(&rs, T, 0, 4, strdup("{\"order_id\":1}"),
-                 env_t("public.orders", "c", NULL, "{\"order_id\":1,\"s\":\"r\",\"note\":\"REUSED\"}", 300, "false"));
-        rs.r[2].key_moved = 1;
-        if (mc->header) {
-            rs.r[4].old_key = mc->header == 1 ? "{\"order_id\":1}" : "{\"id\":1}";
-            rs.r[4].old_key_len = strlen(rs.r[4].old_key);
-        }
-        for (int b = 0; b < 5; b++) {
-            cdc_record_t batch[8];
-            size_t n = 0;
-            for (int i = 0; i < 6; i++) {
-                int k = mc->order[i];
-                if (mc->batches[k] == b) batch[n++] = rs.r[k];
-            }
-            if (n) tu_apply(st, batch, n);
-        }
+        kc_upsert(&rs, "c", 0, 0, 1, "a", "LONG", 100);
+        kc_upsert(&rs, "u", 0, 1, 1, "a2", "LONG2", 150);
+        kc_moved_delete(&rs, 0, 2, 1, 1, 200);
+        recs_add(&rs, T, 0, 3, strdup(KJ[1]), NULL);
+        kc_upsert(&rs, "c", 1, 0, 10, "b", PH, 200);
+        if (mc->header) kc_from(&rs, mc->header == 1 ? KJ[1] : "{\"id\":1}");
+        kc_upsert(&rs, "c", 0, 4, 1, "r", "REUSED", 300);
+        kc_apply_batches(st, &rs, mc->batches, mc->order);
         char *v = tu_export(st, "public.orders", 0);
         cr_expect_str_eq(v, mc->want, "%s", mc->name);
         free(v);
@@ -1328,29 +1361,15 @@ Test(toast, chained_key_changes_keep_the_first_keys_values)
         char *dir = tu_tmpdir();
         cdc_store_t *st = tu_open(dir);
         recs rs = {0};
-        recs_add(&rs, T, 0, 0, strdup("{\"order_id\":1}"),
-                 env_t("public.orders", "c", NULL, "{\"order_id\":1,\"s\":\"a\",\"note\":\"LONG\"}", 100, "false"));
-        recs_add(&rs, T, 0, 1, strdup("{\"order_id\":1}"),
-                 env_t("public.orders", "d", "{\"order_id\":1,\"s\":null,\"note\":null}", NULL, 200, "false"));
-        recs_add(&rs, T, 1, 0, strdup("{\"order_id\":2}"),
-                 env_t("public.orders", "c", NULL, "{\"order_id\":2,\"s\":\"b\",\"note\":\"__debezium_unavailable_value\"}",
-                       200, "false"));
-        recs_add(&rs, T, 1, 1, strdup("{\"order_id\":2}"),
-                 env_t("public.orders", "d", "{\"order_id\":2,\"s\":null,\"note\":null}", NULL, 300, "false"));
-        recs_add(&rs, T, 2, 0, strdup("{\"order_id\":3}"),
-                 env_t("public.orders", "c", NULL, "{\"order_id\":3,\"s\":\"c\",\"note\":\"__debezium_unavailable_value\"}",
-                       300, "false"));
-        rs.r[1].key_moved = rs.r[3].key_moved = 1;
-        rs.r[2].old_key = "{\"order_id\":1}";
-        rs.r[4].old_key = "{\"order_id\":2}";
-        rs.r[2].old_key_len = rs.r[4].old_key_len = strlen(rs.r[2].old_key);
-        for (int b = 0; b < 5; b++) {
-            cdc_record_t batch[5];
-            size_t n = 0;
-            for (int i = 0; i < 5; i++)
-                if (batchings[c][i] == b) batch[n++] = rs.r[i];
-            if (n) tu_apply(st, batch, n);
-        }
+        kc_upsert(&rs, "c", 0, 0, 1, "a", "LONG", 100);
+        kc_moved_delete(&rs, 0, 1, 1, 1, 200);
+        kc_upsert(&rs, "c", 1, 0, 2, "b", PH, 200);
+        kc_from(&rs, KJ[1]);
+        kc_moved_delete(&rs, 1, 1, 2, 1, 300);
+        kc_upsert(&rs, "c", 2, 0, 3, "c", PH, 300);
+        kc_from(&rs, KJ[2]);
+        static const int in_order[] = {0, 1, 2, 3, 4};
+        kc_apply_batches(st, &rs, batchings[c], in_order);
         char *v = tu_export(st, "public.orders", 0);
         char w[64];
         snprintf(w, sizeof w, "order_id,s,note\n3,c,%s\n", want[c]);
@@ -1375,30 +1394,21 @@ Test(toast, rotated_keys_keep_each_rows_values)
             char *dir = tu_tmpdir();
             cdc_store_t *st = tu_open(dir);
             recs rs = {0};
-            char key[64], row[160];
+            char note[16];
             for (int k = 1; k <= 3; k++) {
-                snprintf(key, sizeof key, "{\"order_id\":%d}", k);
-                snprintf(row, sizeof row, "{\"order_id\":%d,\"note\":\"N%d\"}", k, k);
-                recs_add(&rs, T, 0, k, strdup(key), env_t("public.orders", "c", NULL, row, 10, "false"));
+                snprintf(note, sizeof note, "N%d", k);
+                kc_upsert(&rs, "c", 0, k, k, NULL, note, 10);
             }
             tu_apply(st, rs.r, rs.n);
             size_t first = rs.n;
-            static char olds[4][32];
             static const int moves[4][2] = {{1, 4}, {2, 1}, {3, 2}, {4, 3}};
             unsigned long long lsn = 100;
             for (int m = 0; m < M; m++)
                 for (int i = 0; i < 4; i++, lsn++) {
                     int from = moves[i][0], to = moves[i][1];
-                    snprintf(key, sizeof key, "{\"order_id\":%d}", from);
-                    snprintf(row, sizeof row, "{\"order_id\":%d,\"note\":null}", from);
-                    recs_add(&rs, T, from, (long)lsn, strdup(key), env_t("public.orders", "d", row, NULL, lsn, "false"));
-                    rs.r[rs.n - 1].key_moved = 1;
-                    snprintf(key, sizeof key, "{\"order_id\":%d}", to);
-                    snprintf(row, sizeof row, "{\"order_id\":%d,\"note\":\"__debezium_unavailable_value\"}", to);
-                    recs_add(&rs, T, to, (long)lsn, strdup(key), env_t("public.orders", "c", NULL, row, lsn, "false"));
-                    snprintf(olds[i], sizeof olds[i], "{\"order_id\":%d}", from);
-                    rs.r[rs.n - 1].old_key = olds[i];
-                    rs.r[rs.n - 1].old_key_len = strlen(olds[i]);
+                    kc_moved_delete(&rs, from, (long)lsn, from, 0, lsn);
+                    kc_upsert(&rs, "c", to, (long)lsn, to, NULL, PH, lsn);
+                    kc_from(&rs, KJ[from]);
                 }
             for (size_t i = first; i < rs.n; i += sizes[si])
                 tu_apply(st, rs.r + i, rs.n - i < sizes[si] ? rs.n - i : sizes[si]);
@@ -1427,23 +1437,15 @@ Test(toast, key_change_edges)
         char *dir = tu_tmpdir();
         cdc_store_t *st = tu_open(dir);
         recs rs = {0};
-        recs_add(&rs, T, 0, 0, strdup("{\"order_id\":1}"),
-                 env_t("public.orders", "c", NULL, "{\"order_id\":1,\"s\":\"a\",\"note\":\"OLD1\"}", 100, "false"));
+        kc_upsert(&rs, "c", 0, 0, 1, "a", "OLD1", 100);
         recs_add(&rs, T, 9, 0, NULL, strdup(tr));
-        recs_add(&rs, T, 0, 1, strdup("{\"order_id\":7}"),
-                 env_t("public.orders", "c", NULL, "{\"order_id\":7,\"s\":\"z\",\"note\":\"K7NOTE\"}", 250, "false"));
-        recs_add(&rs, T, 0, 2, strdup("{\"order_id\":7}"),
-                 env_t("public.orders", "d", "{\"order_id\":7,\"s\":null,\"note\":null}", NULL, 300, "false"));
-        recs_add(&rs, T, 0, 3, strdup("{\"order_id\":1}"),
-                 env_t("public.orders", "c", NULL, "{\"order_id\":1,\"s\":\"b\",\"note\":\"__debezium_unavailable_value\"}", 300, "false"));
-        recs_add(&rs, T, 0, 4, strdup("{\"order_id\":1}"),
-                 env_t("public.orders", "d", "{\"order_id\":1,\"s\":null,\"note\":null}", NULL, 400, "false"));
-        recs_add(&rs, T, 0, 5, strdup("{\"order_id\":2}"),
-                 env_t("public.orders", "c", NULL, "{\"order_id\":2,\"s\":\"c\",\"note\":\"__debezium_unavailable_value\"}", 400, "false"));
-        rs.r[3].key_moved = rs.r[5].key_moved = 1;
-        rs.r[4].old_key = "{\"order_id\":7}";
-        rs.r[6].old_key = "{\"order_id\":1}";
-        rs.r[4].old_key_len = rs.r[6].old_key_len = strlen(rs.r[4].old_key);
+        kc_upsert(&rs, "c", 0, 1, 7, "z", "K7NOTE", 250);
+        kc_moved_delete(&rs, 0, 2, 7, 1, 300);
+        kc_upsert(&rs, "c", 0, 3, 1, "b", PH, 300);
+        kc_from(&rs, "{\"order_id\":7}");
+        kc_moved_delete(&rs, 0, 4, 1, 1, 400);
+        kc_upsert(&rs, "c", 0, 5, 2, "c", PH, 400);
+        kc_from(&rs, KJ[1]);
         if (split) {
             tu_apply(st, rs.r, 2);
             tu_apply(st, rs.r + 2, rs.n - 2);
@@ -1462,17 +1464,11 @@ Test(toast, key_change_edges)
         char *dir = tu_tmpdir();
         cdc_store_t *st = tu_open(dir);
         recs rs = {0};
-        recs_add(&rs, T, 0, 0, strdup("{\"order_id\":1}"),
-                 env_t("public.orders", "c", NULL, "{\"order_id\":1,\"s\":\"a\",\"note\":\"LONG\"}", 100, "false"));
-        recs_add(&rs, T, 0, 1, strdup("{\"order_id\":1}"),
-                 env_t("public.orders", "d", "{\"order_id\":1,\"s\":null,\"note\":null}", NULL, 200, "false"));
-        recs_add(&rs, T, 0, 1, strdup("{\"order_id\":1}"),
-                 env_t("public.orders", "d", "{\"order_id\":1,\"s\":null,\"note\":null}", NULL, 200, "false"));
-        recs_add(&rs, T, 1, 0, strdup("{\"order_id\":10}"),
-                 env_t("public.orders", "c", NULL, "{\"order_id\":10,\"s\":\"b\",\"note\":\"__debezium_unavailable_value\"}", 200, "false"));
-        rs.r[1].key_moved = rs.r[2].key_moved = 1;
-        rs.r[3].old_key = "{\"order_id\":1}";
-        rs.r[3].old_key_len = strlen(rs.r[3].old_key);
+        kc_upsert(&rs, "c", 0, 0, 1, "a", "LONG", 100);
+        kc_moved_delete(&rs, 0, 1, 1, 1, 200);
+        kc_moved_delete(&rs, 0, 1, 1, 1, 200);
+        kc_upsert(&rs, "c", 1, 0, 10, "b", PH, 200);
+        kc_from(&rs, KJ[1]);
         tu_apply(st, rs.r, 2);
         tu_apply(st, rs.r + 2, 2); /* the delete again, with the create */
         char *v = tu_export(st, "public.orders", 0);
@@ -1488,20 +1484,13 @@ Test(toast, key_change_edges)
         char *dir = tu_tmpdir();
         cdc_store_t *st = tu_open(dir);
         recs rs = {0};
-        recs_add(&rs, T, 0, 0, strdup("{\"order_id\":1}"),
-                 env_t("public.orders", "c", NULL, "{\"order_id\":1,\"note\":\"PING\"}", 10, "false"));
+        kc_upsert(&rs, "c", 0, 0, 1, NULL, "PING", 10);
         tu_apply(st, rs.r, 1);
-        static const char *const keys[2] = {"{\"order_id\":1}", "{\"order_id\":2}"};
         for (int m = 0; m < MOVES; m++) {
-            int from = m % 2, to = 1 - from;
-            char row[96];
-            snprintf(row, sizeof row, "{\"order_id\":%d,\"note\":null}", from + 1);
-            recs_add(&rs, T, from, m, strdup(keys[from]), env_t("public.orders", "d", row, NULL, 100 + m, "false"));
-            rs.r[rs.n - 1].key_moved = 1;
-            snprintf(row, sizeof row, "{\"order_id\":%d,\"note\":\"__debezium_unavailable_value\"}", to + 1);
-            recs_add(&rs, T, to, m, strdup(keys[to]), env_t("public.orders", "c", NULL, row, 100 + m, "false"));
-            rs.r[rs.n - 1].old_key = keys[from];
-            rs.r[rs.n - 1].old_key_len = strlen(keys[from]);
+            int from = m % 2 + 1, to = 3 - from;
+            kc_moved_delete(&rs, from - 1, m, from, 0, 100 + (unsigned long long)m);
+            kc_upsert(&rs, "c", to - 1, m, to, NULL, PH, 100 + (unsigned long long)m);
+            kc_from(&rs, KJ[from]);
         }
         tu_apply(st, rs.r + 1, rs.n - 1);
         char *v = tu_export(st, "public.orders", 0);

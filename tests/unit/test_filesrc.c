@@ -22,27 +22,35 @@ static char *write_tmp(const char *text)
     return path;
 }
 
+/* The export of public.orders after applying path in batches of bs to a new
+ * replica; *r the apply's result. */
+static char *apply_file_view(const char *path, size_t bs, cdc_apply_result_t *r)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    cdc_file_options_t fo = {.batch_size = bs};
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_apply_file(st, path, &fo, r, &e), 0, "%s", e.msg);
+    char *v = tu_export(st, "public.orders", 0);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    return v;
+}
+
 Test(filesrc, every_batch_size_gives_the_same_view)
 {
     char *ref = NULL;
     for (size_t bs = 1; bs <= 12; bs++) {
-        char *dir = tu_tmpdir();
-        cdc_store_t *st = tu_open(dir);
-        cdc_file_options_t fo = {.batch_size = bs};
         cdc_apply_result_t r;
-        cdc_error_t e = {0};
-        cr_assert_eq(cdc_store_apply_file(st, DOC, &fo, &r, &e), 0, "%s", e.msg);
+        char *v = apply_file_view(DOC, bs, &r);
         cr_assert_eq(r.read, 11);
         cr_assert_eq(r.tombstones, 1);
-        char *v = tu_export(st, "public.orders", 0);
         if (!ref) ref = v;
         else {
             cr_assert_str_eq(v, ref, "batch size %zu", bs);
             free(v);
         }
-        cdc_store_close(st);
-        tu_rmrf(dir);
-        free(dir);
     }
     cr_assert_str_eq(ref, "order_id,status,amount\n1,shipped,25.00\n3,paid,60.00\n4,paid,15.00\n");
     free(ref);
@@ -326,39 +334,28 @@ Test(filesrc, text_postgresql_cannot_hold)
  * bad line. */
 Test(filesrc, key_change_headers)
 {
-    char path[] = "/tmp/cdcheaders.XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    FILE *f = fdopen(fd, "w");
 #define ENV(op, before, after, lsn)                                                                               \
     "\"{\\\"op\\\":\\\"" op "\\\",\\\"before\\\":" before ",\\\"after\\\":" after                                \
     ",\\\"source\\\":{\\\"schema\\\":\\\"public\\\",\\\"table\\\":\\\"orders\\\",\\\"lsn\\\":" lsn "}}\""
-    fputs("{\"topic\":\"shop.public.orders\",\"partition\":0,\"offset\":0,\"headers\":[\"__debezium.context.taskId\",\"0\"],"
-          "\"key\":\"{\\\"order_id\\\":1}\",\"payload\":" ENV("c", "null", "{\\\"order_id\\\":1,\\\"s\\\":\\\"a\\\",\\\"note\\\":\\\"LONG\\\"}", "10") "}\n", f);
-    fputs("{\"topic\":\"shop.public.orders\",\"partition\":0,\"offset\":1,\"headers\":[\"__debezium.newkey\",\"{\\\"order_id\\\":10}\",\"x\",null],"
-          "\"key\":\"{\\\"order_id\\\":1}\",\"payload\":" ENV("d", "{\\\"order_id\\\":1,\\\"s\\\":null,\\\"note\\\":null}", "null", "20") "}\n", f);
-    fputs("{\"topic\":\"shop.public.orders\",\"partition\":0,\"offset\":2,\"headers\":[],\"key\":\"{\\\"order_id\\\":1}\",\"payload\":null}\n", f);
-    fputs("{\"topic\":\"shop.public.orders\",\"partition\":0,\"offset\":3,"
+    char *path = write_tmp(
+        "{\"topic\":\"shop.public.orders\",\"partition\":0,\"offset\":0,\"headers\":[\"__debezium.context.taskId\",\"0\"],"
+          "\"key\":\"{\\\"order_id\\\":1}\",\"payload\":" ENV("c", "null", "{\\\"order_id\\\":1,\\\"s\\\":\\\"a\\\",\\\"note\\\":\\\"LONG\\\"}", "10") "}\n"
+        "{\"topic\":\"shop.public.orders\",\"partition\":0,\"offset\":1,\"headers\":[\"__debezium.newkey\",\"{\\\"order_id\\\":10}\",\"x\",null],"
+          "\"key\":\"{\\\"order_id\\\":1}\",\"payload\":" ENV("d", "{\\\"order_id\\\":1,\\\"s\\\":null,\\\"note\\\":null}", "null", "20") "}\n"
+        "{\"topic\":\"shop.public.orders\",\"partition\":0,\"offset\":2,\"headers\":[],\"key\":\"{\\\"order_id\\\":1}\",\"payload\":null}\n"
+        "{\"topic\":\"shop.public.orders\",\"partition\":0,\"offset\":3,"
           "\"key\":\"{\\\"order_id\\\":10}\",\"payload\":" ENV("c", "null", "{\\\"order_id\\\":10,\\\"s\\\":\\\"b\\\",\\\"note\\\":\\\"__debezium_unavailable_value\\\"}", "20")
-          ",\"headers\":[\"__debezium.o\\u006cdkey\",\"{\\\"order_\\u0069d\\\":1}\"]}\n", f);
-    fputs("{\"topic\":\"shop.public.orders\",\"partition\":0,\"offset\":4,\"headers\":[{\"k\":\"v\"}],"
-          "\"key\":\"{\\\"order_id\\\":5}\",\"payload\":" ENV("c", "null", "{\\\"order_id\\\":5,\\\"s\\\":\\\"c\\\",\\\"note\\\":\\\"n\\\"}", "30") "}\n", f);
+          ",\"headers\":[\"__debezium.o\\u006cdkey\",\"{\\\"order_\\u0069d\\\":1}\"]}\n"
+        "{\"topic\":\"shop.public.orders\",\"partition\":0,\"offset\":4,\"headers\":[{\"k\":\"v\"}],"
+          "\"key\":\"{\\\"order_id\\\":5}\",\"payload\":" ENV("c", "null", "{\\\"order_id\\\":5,\\\"s\\\":\\\"c\\\",\\\"note\\\":\\\"n\\\"}", "30") "}\n");
 #undef ENV
-    fclose(f);
     for (size_t bs = 1; bs <= 5; bs++) {
-        char *dir = tu_tmpdir();
-        cdc_store_t *st = tu_open(dir);
-        cdc_file_options_t fo = {.batch_size = bs};
         cdc_apply_result_t r;
-        cdc_error_t e = {0};
-        cr_assert_eq(cdc_store_apply_file(st, path, &fo, &r, &e), 0, "%s", e.msg);
+        char *v = apply_file_view(path, bs, &r);
         cr_expect_eq(r.dead_letters, 0, "batch size %zu", bs);
-        char *v = tu_export(st, "public.orders", 0);
         cr_expect_str_eq(v, "order_id,s,note\n5,c,n\n10,b,LONG\n", "batch size %zu", bs);
         free(v);
-        cdc_store_close(st);
-        tu_rmrf(dir);
-        free(dir);
     }
     unlink(path);
+    free(path);
 }
