@@ -1431,6 +1431,8 @@ static int fold_group(apply_ctx *a, size_t g)
     cdc__buf_reset(&a->out);
     cdc__value_encode(&a->out, a->f.flags, &a->f.ver, a->f.ts_ms, a->f.partition, a->rowbuf.p, a->rowbuf.len);
     rocksdb_writebatch_put_cf(a->wb, t->cf, rkey(a, g), a->rklen[g], a->out.p, a->out.len);
+    a->st->rows_puts++;
+    a->st->rows_put_bytes += a->rklen[g] + a->out.len;
     if (a->f.flags & CDC__F_DELETED) cdc__vcache_del(a->st->vc, a->vh[g], t->cf, rkey(a, g), a->rklen[g]);
     else cdc__vcache_put(a->st->vc, a->vent[g], a->vh[g], t->cf, rkey(a, g), a->rklen[g], a->out.p, a->out.len);
     note_change(a, t, gr->key, gr->key_len);
@@ -1468,7 +1470,10 @@ static int commit(apply_ctx *a)
     if (a->opts->writing) *a->opts->writing = 1;
     rocksdb_write(st->db, a->opts->sync ? st->wo_sync : st->wo, a->wb, &e);
     if (a->opts->writing) *a->opts->writing = 0;
-    if (!e) return 0;
+    if (!e) {
+        cdc__size_rows_buffer(st);
+        return 0;
+    }
     st->broken = 1;
     int rc = cdc__err(a->err, CDC_EIO, "%s: write failed: %s", st->dir, e);
     free(e);

@@ -199,6 +199,9 @@ struct cdc_store {
                                               * open finds a replica without it */
     uint32_t next_table_id;              /* the id the next new table gets (1 + the highest) */
     int rows_bloom;                      /* "rows" got its memtable bloom this session */
+    uint64_t rows_puts, rows_put_bytes;  /* rows written to "rows" this session, and their key and
+                                          * value bytes (cdc__size_rows_buffer) */
+    int rows_sized;                      /* "rows" got its write buffer size this session */
     int read_only;
     uint64_t min_free;                   /* bytes that must stay free (cdc_open_options_t) */
     int broken;                          /* a write failed: in-memory state is not trusted */
@@ -254,6 +257,9 @@ void cdc__table_live(cdc__table *t);
 char *cdc__table_check_types(cdc__table *t, const cdc__version *ver, const cdc__buf *types);
 /* Adds the table's metadata and counters to wb when dirty. */
 void cdc__table_flush(cdc_store_t *st, cdc__table *t, rocksdb_writebatch_t *wb);
+/* After a batch's write: once per session, sizes the write buffer of "rows"
+ * to the rows the session writes (store.c, "The write buffer"). */
+void cdc__size_rows_buffer(cdc_store_t *st);
 
 /* Epoch marks, kept sorted by (topic, partition, offset): the epoch of the
  * last mark of (topic, partition) at or before offset, 0 if none; adding a
