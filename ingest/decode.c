@@ -125,6 +125,36 @@ typedef struct dctx {
  * (parts that are unknown are left out) and returns CDC_EDECODE. */
 static int fail(const dctx *c, const char *column, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+static const char *num_text(const dctx *c, const cJSON *v, size_t *len);
+
+/* v as JSON text for a message, its numbers as the record wrote them (a key
+ * of -9223372036854775809 is not shown as -9.2233720368547758e+18, which
+ * reads as the smallest bigint). */
+static void put_value(const dctx *c, cdc__buf *b, const cJSON *v)
+{
+    size_t n;
+    const char *t;
+    if (cJSON_IsNumber(v) && (t = num_text(c, v, &n))) {
+        cdc__buf_put(b, t, n);
+    } else if (cJSON_IsObject(v) || cJSON_IsArray(v)) {
+        int obj = cJSON_IsObject(v);
+        cdc__buf_putc(b, obj ? '{' : '[');
+        for (const cJSON *k = v->child; k; k = k->next) {
+            if (k != v->child) cdc__buf_putc(b, ',');
+            if (obj) {
+                cdc__json_put_string(b, k->string ? k->string : "", k->string ? strlen(k->string) : 0);
+                cdc__buf_putc(b, ':');
+            }
+            put_value(c, b, k);
+            if (b->len > 4096) break; /* a message shows 200 characters of it */
+        }
+        cdc__buf_putc(b, obj ? '}' : ']');
+    } else {
+        char *s = cJSON_PrintUnformatted(v);
+        if (s) cdc__buf_puts(b, s);
+        cJSON_free(s);
+    }
+}
 
 static int fail(const dctx *c, const char *column, const char *fmt, ...)
 {
@@ -143,10 +173,15 @@ static int fail(const dctx *c, const char *column, const char *fmt, ...)
         cdc__buf_printf(&m, ": key %s", c->keytext);
     } else if (c->keyobj) {
         /* printed only now: formatting every key would cost each record */
-        char *kt = cJSON_PrintUnformatted(c->keyobj);
-        if (kt && strlen(kt) > 200) strcpy(kt + 196, "...}");
-        if (kt) cdc__buf_printf(&m, ": key %s", kt);
-        cJSON_free(kt);
+        cdc__buf kt = {0};
+        put_value(c, &kt, c->keyobj);
+        if (kt.len > 200) {
+            kt.len = 196;
+            cdc__buf_puts(&kt, "...}");
+        }
+        cdc__buf_putc(&kt, 0);
+        cdc__buf_printf(&m, ": key %s", kt.p);
+        cdc__buf_free(&kt);
     }
     if (column) cdc__buf_printf(&m, ": column %s", column);
     cdc__buf_puts(&m, ": ");
@@ -175,6 +210,16 @@ static const char *snippet(const cJSON *v, char *out, size_t n)
         snprintf(out, n, "%s", s);
     }
     cJSON_free(s);
+    return out;
+}
+
+/* snippet, with a number as the record wrote it. */
+static const char *value_snippet(const dctx *c, const cJSON *v, char *out, size_t n)
+{
+    size_t l;
+    const char *t = cJSON_IsNumber(v) ? num_text(c, v, &l) : NULL;
+    if (!t) return snippet(v, out, n);
+    snprintf(out, n, "%.*s", (int)(l < n ? l : n - 1), t);
     return out;
 }
 
@@ -351,6 +396,7 @@ static void doc_release(cJSON *j)
  * record (Kafka Connect's answers) are parsed by cJSON. */
 
 #define FJ_MAX_DEPTH 1000
+#define FJ_MAX_DEPTH_TEXT "1,000"
 
 typedef struct fjp {
     const char *p, *end, *err;
@@ -2012,7 +2058,7 @@ static inline __attribute__((always_inline)) int decode_key(dctx *c, cdc__event 
             } else if (d < 0 ||
                        key_element(c, &ev->key, key_date_infinity(c, kfields, k, &canon) ? &canon : k, 1, &why)) {
                 cdc__buf_free(&dec);
-                return fail(c, k->string, "%s: %s", why, snippet(k, sn, sizeof sn));
+                return fail(c, k->string, "%s: %s", why, value_snippet(c, k, sn, sizeof sn));
             }
             cdc__buf_put_varint(&ev->keycols, strlen(k->string));
             cdc__buf_puts(&ev->keycols, k->string);
@@ -2102,11 +2148,48 @@ static void old_key(const dctx *c, cdc__event *ev, const cJSON *kfields)
     doc_release(doc);
 }
 
-/* What the parser stopped at, when it is well-formed JSON that is not
- * text: an escaped UTF-16 surrogate without its pair (JSON's grammar allows
- * it, Unicode has no such character, PostgreSQL text cannot hold one). */
+/* Whether p[0..pos) is one whole JSON value (and pos not blank): the parser
+ * stopped at text after it. */
+static int value_ends_at(const char *p, size_t pos)
+{
+    size_t q = 0;
+    if (!pos) return 0;
+    cJSON *j = parse_json(p, pos, &q);
+    if (!j) return 0;
+    doc_release(j);
+    return 1;
+}
+
+/* The brackets open at pos (strings skipped): the nesting depth there. */
+static size_t depth_at(const char *p, size_t pos)
+{
+    size_t d = 0;
+    for (size_t i = 0; i < pos; i++) {
+        if (p[i] == '"') {
+            for (i++; i < pos && p[i] != '"'; i++)
+                if (p[i] == '\\') i++;
+        } else if (p[i] == '{' || p[i] == '[') {
+            d++;
+        } else if ((p[i] == '}' || p[i] == ']') && d) {
+            d--;
+        }
+    }
+    return d;
+}
+
+/* Why the parser stopped at pos, when it can be told more plainly than
+ * "malformed": an escaped UTF-16 surrogate without its pair (well-formed
+ * JSON, but no character: PostgreSQL text cannot hold one), a byte-order
+ * mark, text after a whole value (two records on one line), or nesting
+ * deeper than the parser takes.  "" otherwise. */
 static const char *json_error_hint(const char *p, size_t n, size_t pos)
 {
+    if (pos + 3 <= n && !memcmp(p + pos, "\xef\xbb\xbf", 3))
+        return ": a byte-order mark (U+FEFF), which JSON text may not hold there";
+    if (pos < n && (p[pos] == '{' || p[pos] == '[') && depth_at(p, pos) >= FJ_MAX_DEPTH)
+        return ": nested deeper than " FJ_MAX_DEPTH_TEXT " objects and arrays";
+    if (pos < n && value_ends_at(p, pos))
+        return ": text after the JSON value (one record per line, and nothing after it)";
     if (pos + 6 > n || p[pos] != '\\' || p[pos + 1] != 'u') return "";
     unsigned cp = 0;
     if (fj_hex4(p + pos + 2, &cp)) return "";

@@ -192,6 +192,11 @@ static int scan_line(const char *p, const char *end, kcat_fields *f, cdc__buf *t
         if (p < end && *p == ',') p = skip_ws(p + 1, end);
     }
     if (p >= end) return LINE_BAD;
+    /* Nothing may follow the object but blanks: a second record on the
+     * line, or text after one, makes the line bad (the decoder then gets it
+     * whole and dead-letters it), never a record that is read and one that
+     * is silently not. */
+    if (skip_ws(p + 1, end) != end) return LINE_BAD;
     if ((f->payload != NONE || f->payload_null) && (f->topic != NONE || f->offset)) return LINE_KCAT;
     return LINE_BARE;
 }

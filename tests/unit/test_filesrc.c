@@ -359,3 +359,68 @@ Test(filesrc, key_change_headers)
     unlink(path);
     free(path);
 }
+
+/* A line holds one record and nothing else: a second record on the line,
+ * or text after one, makes the whole line a dead letter (before, the first
+ * record applied and the rest of the line was dropped unseen); blanks after
+ * it are fine.  Input the parser stops at gets a reason in plain words. */
+Test(filesrc, one_record_per_line_and_plain_reasons)
+{
+#define KC(off, id, lsn)                                                                                   \
+    "{\"topic\":\"shop.public.lines\",\"partition\":0,\"offset\":" #off ",\"key\":\"{\\\"id\\\":" #id       \
+    "}\",\"payload\":\"{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":" #id "},\\\"source\\\":{\\\"lsn\\\":" #lsn \
+    "}}\"}"
+    char deep[2200];
+    strcpy(deep, "{\"topic\":\"shop.public.lines\",\"partition\":0,\"offset\":6,\"key\":\"{\\\"id\\\":6}\","
+                 "\"payload\":\"{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":6,\\\"v\\\":");
+    for (int i = 0; i < 1001; i++) strcat(deep, "[");
+    strcat(deep, "\"}\n");
+    char text[8192];
+    snprintf(text, sizeof text,
+             KC(1, 1, 10) KC(2, 2, 11) "\n"                       /* two records on a line */
+             KC(3, 3, 12) " GARBAGE\n"                             /* text after one */
+             KC(4, 4, 13) " \t \r\n"                              /* blanks after one: applied */
+             "{\"topic\":\"shop.public.lines\",\"partition\":0,\"offset\":5,\"key\":\"{\\\"id\\\":-9223372036854775809}\","
+             "\"payload\":\"{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":-9223372036854775809},\\\"source\\\":{\\\"lsn\\\":14}}\"}\n"
+             "%s"
+             "{\"topic\":\"shop.public.lines\",\"partition\":0,\"offset\":7,\"key\":\"{\\\"id\\\":7}\","
+             "\"payload\":\"\\ufeff{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":7},\\\"source\\\":{\\\"lsn\\\":16}}\"}\n",
+             deep);
+#undef KC
+    char *path = write_tmp(text);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    cdc_apply_result_t r;
+    cdc_error_t e = {0};
+    for (size_t bs = 1; bs <= 3; bs += 2) {
+        cr_assert_eq(cdc_store_apply_file(st, path, &(cdc_file_options_t){.batch_size = bs}, &r, &e), 0, "%s", e.msg);
+        if (bs == 1) {
+            cr_expect_eq(r.read, 6, "every line is one record: %llu", (unsigned long long)r.read);
+            cr_expect_eq(r.dead_letters, 5);
+        }
+    }
+    char *v = tu_export(st, "public.lines", 0);
+    cr_expect_str_eq(v, "id\n4\n");
+    free(v);
+    static const char *const want[] = {
+        ":1: malformed JSON in the record value at byte 145: text after the JSON value",
+        ":2: malformed JSON in the record value at byte 146: text after the JSON value",
+        "key {\"id\":-9223372036854775809}: column id: integer key out of the range of a bigint: "
+        "-9223372036854775809",
+        "nested deeper than 1,000 objects and arrays",
+        "at byte 0: a byte-order mark (U+FEFF)",
+    };
+    cdc_dlq_iter_t *it;
+    cdc_dead_letter_t dl;
+    cr_assert_eq(cdc_dlq_open(st, &it, NULL), 0);
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        cr_assert_eq(cdc_dlq_next(it, &dl, NULL), 1);
+        cr_expect(strstr(dl.reason, want[i]), "dead letter %zu: %s", i + 1, dl.reason);
+    }
+    cdc_dlq_close(it);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    unlink(path);
+    free(path);
+}
