@@ -674,8 +674,10 @@ static cdc__version assign_version(apply_ctx *a, cdc__table *t, const cdc_record
 
 /* Version floors: a completed snapshot raises the table's floor to
  * (C, 0, C), a truncate to its own version.  The first raise of a table in
- * the batch remembers the floor before it (pass 2 counts what it deletes). */
-static void raise_floor(apply_ctx *a, cdc__table *t, const cdc__event *ev, const cdc__version *ver)
+ * the batch remembers the floor before it (pass 2 counts what it deletes).
+ * Returns the floor's order against the new one's: > 0 raised, 0 the same
+ * floor again, < 0 below the table's floor (or not a floor). */
+static int raise_floor(apply_ctx *a, cdc__table *t, const cdc__event *ev, const cdc__version *ver)
 {
     cdc__version fl;
     if (ev->snapshot == CDC__SNAP_LAST) fl = (cdc__version){ev->lsn, CDC__KIND_GAP, ev->lsn, 0, 0};
@@ -687,8 +689,9 @@ static void raise_floor(apply_ctx *a, cdc__table *t, const cdc__event *ev, const
         fl = *ver;
         fl.commit = 0;
         fl.read = 0;
-    } else return;
-    if (t->floor_set && cdc__version_cmp(&fl, &t->floor) <= 0) return;
+    } else return -1;
+    int cmp = t->floor_set ? cdc__version_cmp(&fl, &t->floor) : 1;
+    if (cmp <= 0) return cmp;
     size_t k;
     for (k = 0; k < a->nfloored && a->floored[k] != t; k++) {}
     if (k == a->nfloored) {
@@ -703,6 +706,7 @@ static void raise_floor(apply_ctx *a, cdc__table *t, const cdc__event *ev, const
     t->meta_dirty = 1;
     /* rows under the new floor are read again, as stored (store/vcache.c) */
     cdc__vcache_clear(a->st->vc);
+    return 1;
 }
 
 /* Chains event i into the group of its (table, key). */
@@ -786,8 +790,26 @@ static int take_record(apply_ctx *a, size_t i)
             return dead_in_table(a, t, i, cdc__strdup(why));
         }
     }
-    raise_floor(a, t, ev, &s->ver);
-    if (ev->action != CDC__ACT_FLOOR) group_add(a, t, i);
+    int raised = raise_floor(a, t, ev, &s->ver);
+    if (ev->action != CDC__ACT_FLOOR) {
+        group_add(a, t, i);
+        return 0;
+    }
+    /* A truncate is counted like a row event: applied when it raised the
+     * floor, a duplicate of the same truncate, or stale under a newer floor
+     * (the sum of the counters is the records read, at every batching). */
+    if (raised > 0) {
+        stat_add(t, CDC__ST_APPLIED, 1);
+        a->res->applied++;
+        if (ev->ts_ms > 0) stat_max(t, CDC__ST_NEWEST_TS, (uint64_t)ev->ts_ms);
+        stat_max(t, CDC__ST_NEWEST_LSN, s->ver.lsn);
+    } else if (raised == 0) {
+        stat_add(t, CDC__ST_DUPLICATE, 1);
+        a->res->duplicate++;
+    } else {
+        stat_add(t, CDC__ST_STALE, 1);
+        a->res->stale++;
+    }
     return 0;
 }
 

@@ -2290,7 +2290,7 @@ Test(apply, key_of_other_columns)
                             tu_rec("x.public.k", 0, 2, "{\"id\":2,\"x\":3}", e2),
                             tu_rec("x.public.k", 0, 3, "{\"x\":3}", e2)};
     cdc_apply_result_t r = tu_apply(st, recs, 4);
-    cr_expect_eq(r.applied, 1);
+    cr_expect_eq(r.applied, 2, "the truncate and the first row");
     cr_expect_eq(r.dead_letters, 2);
     cdc_row_t row;
     cdc_error_t e = {0};
@@ -2453,4 +2453,41 @@ Test(stats, a_key_on_another_partition_is_counted_and_logged)
     recs_free(&d);
     tu_rmrf(dir);
     free(dir);
+}
+
+/* A truncate is counted like a row event (applied, a duplicate of itself,
+ * or stale under a newer floor), so that the counters of a table add up to
+ * the records it read at every batching; before, it was counted nowhere. */
+Test(apply, truncates_are_counted)
+{
+    const char *evs[] = {
+        "{\"op\":\"c\",\"after\":{\"id\":1},\"source\":{\"schema\":\"public\",\"table\":\"tr\",\"lsn\":100}}",
+        "{\"op\":\"t\",\"source\":{\"schema\":\"public\",\"table\":\"tr\",\"lsn\":200}}",
+        "{\"op\":\"t\",\"source\":{\"schema\":\"public\",\"table\":\"tr\",\"lsn\":200}}", /* again */
+        "{\"op\":\"t\",\"source\":{\"schema\":\"public\",\"table\":\"tr\",\"lsn\":150}}", /* older */
+        "{\"op\":\"c\",\"after\":{\"id\":2},\"source\":{\"schema\":\"public\",\"table\":\"tr\",\"lsn\":300}}",
+    };
+    const char *keys[] = {"{\"id\":1}", NULL, NULL, NULL, "{\"id\":2}"};
+    for (size_t bs = 1; bs <= 5; bs++) {
+        char *dir = tu_tmpdir();
+        cdc_store_t *st = tu_open(dir);
+        cdc_record_t recs[5];
+        for (int i = 0; i < 5; i++) recs[i] = tu_rec("x.public.tr", 0, i, keys[i], evs[i]);
+        for (size_t i = 0; i < 5; i += bs) tu_apply(st, recs + i, i + bs <= 5 ? bs : 5 - i);
+        cdc_stats_t s;
+        cr_assert_eq(cdc_store_stats(st, "public.tr", &s, NULL), 0);
+        cr_expect_eq(s.events_read, 5, "batches of %zu", bs);
+        cr_expect_eq(s.applied + s.stale + s.duplicate + s.tombstones + s.other_events + s.dead_letters, 5,
+                     "batches of %zu: applied %llu stale %llu duplicate %llu", bs, (unsigned long long)s.applied,
+                     (unsigned long long)s.stale, (unsigned long long)s.duplicate);
+        cr_expect_eq(s.duplicate, 1, "the second truncate at 200, batches of %zu", bs);
+        cr_expect_geq(s.stale, 1, "the truncate at 150, batches of %zu", bs);
+        cr_expect_eq(s.rows_live, 1, "batches of %zu", bs);
+        char *v = tu_export(st, "public.tr", 0);
+        cr_expect_str_eq(v, "id\n2\n", "batches of %zu", bs);
+        free(v);
+        cdc_store_close(st);
+        tu_rmrf(dir);
+        free(dir);
+    }
 }
