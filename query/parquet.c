@@ -1500,8 +1500,12 @@ static int put_ymd(cdc__buf *b, int64_t days)
  * Timestamps with a zone are Delta's "timestamp", written to the
  * millisecond as Delta's writers do (the min rounded down, the max up, so
  * both stay bounds); timestamps without a zone, times, booleans, UUIDs and
- * bytes are left out, as are strings that are not UTF-8 and the max of a
- * string longer than its 32-character prefix. */
+ * bytes are left out, as are strings that are not UTF-8.  A string longer
+ * than 32 characters is cut to them: the min as it is (a lower bound), the
+ * max with U+10FFFF after it (an upper bound).  A column has both bounds or
+ * neither (cdc__pq_stats_json): deltalake (1.6) reads a min without its max
+ * as a max of null and then skips the file for every filter on the column,
+ * whatever it holds. */
 static int delta_value(cdc__buf *b, const pq_col *c, const pq_stat *s, int max)
 {
     size_t at = b->len;
@@ -1544,8 +1548,16 @@ static int delta_value(cdc__buf *b, const pq_col *c, const pq_stat *s, int max)
             i += l;
             cps++;
         }
-        if (i < v->len && (max || !cdc__utf8_valid(v->p + i, v->len - i))) return -1;
+        if (i < v->len && !cdc__utf8_valid(v->p + i, v->len - i)) return -1;
+        /* A max cut to its prefix would be below the values it stands for:
+         * U+10FFFF after the prefix makes it an upper bound again (as Delta's
+         * own writer does), unless the cut text starts with U+10FFFF itself. */
+        if (i < v->len && max && v->len - i >= 4 && !memcmp(v->p + i, "\xf4\x8f\xbf\xbf", 4)) return -1;
         cdc__json_put_string(b, v->p, i);
+        if (i < v->len && max) {
+            b->len--; /* the closing quote */
+            cdc__buf_puts(b, "\xf4\x8f\xbf\xbf\"");
+        }
         return 0;
     }
     default: return -1;
@@ -1567,6 +1579,14 @@ void cdc__pq_stats_json(const cdc__pq *pq, cdc__buf *out)
             if (c->file.has && c->rg.has && stat_cmp(c, &c->rg, max, &c->file, max) * (max ? 1 : -1) > 0)
                 s = &c->rg;
             if (!s->has) continue;
+            /* both bounds or neither: the other must be writable too */
+            const pq_stat *o = c->file.has ? &c->file : &c->rg;
+            if (c->file.has && c->rg.has && stat_cmp(c, &c->rg, !max, &c->file, !max) * (max ? -1 : 1) > 0)
+                o = &c->rg;
+            cdc__buf probe = {0};
+            int other = delta_value(&probe, c, o, !max);
+            cdc__buf_free(&probe);
+            if (other) continue;
             size_t at = out->len;
             if (any) cdc__buf_putc(out, ',');
             cdc__json_put_string(out, c->name, strlen(c->name));
