@@ -214,7 +214,7 @@ static void table_meta_encode(const cdc__table *t, cdc__buf *b)
     for (size_t i = 0; i < t->ncols; i++) {
         const cdc__colmeta *m = &t->colmeta[i];
         cdc__buf_putc(b, (char)(m->has_seen | m->has_gone << 1 | m->dflt_known << 2 | (m->dflt != NULL) << 3 |
-                                (m->type != NULL) << 4 | m->added_later << 5));
+                                (m->type != NULL) << 4 | m->added_later << 5 | m->has_dflt_ver << 6));
         if (m->has_seen) put_version(b, &m->seen);
         if (m->has_gone) put_version(b, &m->gone);
         if (m->dflt) put_str(b, m->dflt);
@@ -222,6 +222,7 @@ static void table_meta_encode(const cdc__table *t, cdc__buf *b)
             put_str(b, m->type);
             put_version(b, &m->type_ver);
         }
+        if (m->has_dflt_ver) put_version(b, &m->dflt_ver);
     }
     /* then whether the table is stopped, and why */
     cdc__buf_putc(b, (char)(t->stopped != NULL));
@@ -284,6 +285,8 @@ static int table_meta_decode(cdc__table *t, const char *p, size_t len)
             if ((f & 8) && !(m->dflt = get_str(&p, end))) return CDC_ECORRUPT;
             if ((f & 16) && (!(m->type = get_str(&p, end)) || get_version(&p, end, &m->type_ver)))
                 return CDC_ECORRUPT;
+            m->has_dflt_ver = (f >> 6) & 1;
+            if (m->has_dflt_ver && get_version(&p, end, &m->dflt_ver)) return CDC_ECORRUPT;
         }
         if (p < end && *p++ && !(t->stopped = get_str(&p, end))) return CDC_ECORRUPT;
     }
@@ -356,7 +359,14 @@ size_t cdc__table_col(cdc__table *t, const char *name, size_t len)
  * column appeared: it reads as the column's default when a schema gave one
  * (ADD COLUMN ... DEFAULT fills old rows at the source), else as NULL,
  * counted as unknown (cdc_row_t.unknown); with schemas a column's default
- * is always known (a field without one defaults to NULL).
+ * is always known (a field without one defaults to NULL).  The default such
+ * a row reads is the one the column was added with, which a later ALTER
+ * COLUMN ... SET DEFAULT does not change at the source (it applies to later
+ * inserts): the default of the oldest applied change whose schema gave one,
+ * by version (kept with its version, dflt_ver), so that the order changes
+ * arrive in does not decide it.  Limit: a change that arrives stale (its
+ * key holds a newer one) is not noted, so a SET DEFAULT before the replica's
+ * first change of the column is not undone by it.
  *
  * Types.  With schemas each upsert also says every column's type.  A type
  * change makes the source rewrite its rows, and the rewrite emits no
@@ -448,12 +458,22 @@ int cdc__table_note_columns(cdc__table *t, const cdc__version *ver, const unsign
         if (tag == CDC__V_UNAVAILABLE) continue; /* a default the decoder could not read: unknown */
         if (tag != CDC__V_TEXT) v = NULL;
         cdc__colmeta *m = &t->colmeta[cdc__table_col(t, name, nl)];
-        if (m->dflt_known && ((!v && !m->dflt) || (v && m->dflt && strlen(m->dflt) == vl && !memcmp(v, m->dflt, vl))))
-            continue;
+        /* The default a row without the column reads is the one the column
+         * had when it was added (ADD COLUMN ... DEFAULT fills the rows there
+         * and then; a later SET DEFAULT changes no row): the default of the
+         * oldest change that gave one, by version, whatever the order the
+         * changes are applied in.  A default known without its version (a
+         * replica written before it was kept) stays. */
+        if (m->dflt_known && (!m->has_dflt_ver || cdc__version_cmp(ver, &m->dflt_ver) >= 0)) continue;
+        int same = m->dflt_known &&
+                   ((!v && !m->dflt) || (v && m->dflt && strlen(m->dflt) == vl && !memcmp(v, m->dflt, vl)));
+        m->dflt_ver = *ver;
+        m->has_dflt_ver = 1;
+        t->meta_dirty = 1;
+        if (same) continue;
         free(m->dflt);
         m->dflt = v ? cdc__strndup(v, vl) : NULL;
         m->dflt_known = 1;
-        t->meta_dirty = 1;
         t->all_pending = 1; /* rows without the column read it differently (store/changes.c) */
     }
     return 0;

@@ -36,6 +36,9 @@ typedef struct cdc__colmeta {
     unsigned char has_seen, has_gone;
     unsigned char added_later; /* appeared after the table's first change (ALTER TABLE ADD) */
     unsigned char dflt_known; /* dflt is the source's default (from a schema) */
+    unsigned char has_dflt_ver;
+    cdc__version dflt_ver;  /* the oldest change whose schema gave dflt (absent in replicas
+                             * written before it was kept) */
     char *dflt;             /* the default in text form; NULL: SQL NULL (or unknown) */
     char *type;             /* its type as the schemas describe it, NULL before one did */
     cdc__version type_ver;  /* the change from which on it has that type */

@@ -885,8 +885,12 @@ Test(changes, a_rollback_past_a_point_forgets_it)
     free(dir);
 }
 
-/* A default that changes (or becomes known) changes what every row without
- * the column reads: the whole table changed. */
+/* A row without a column reads the default the column had when it was
+ * added (ADD COLUMN ... DEFAULT fills the rows there and then; a later SET
+ * DEFAULT changes no row): the default of the oldest change that gave one,
+ * whatever the order the changes arrive in.  When that default becomes
+ * known or changes, every row without the column reads differently: the
+ * whole table changed; a newer change's default changes nothing. */
 Test(changes, a_changed_default_changes_the_whole_table)
 {
     char *dir = tu_tmpdir();
@@ -903,24 +907,53 @@ Test(changes, a_changed_default_changes_the_whole_table)
     char fields[512];
     int all;
     cdc_change_point_t p;
-    const char *dflt[] = {"eu", "eu", "asia"};
-    for (int i = 0; i < 3; i++) {
+    /* ADD COLUMN region DEFAULT 'eu' (200), a change (201), SET DEFAULT
+     * 'asia' (202), then a late insert from before them all (150, with
+     * 'af': the column was added with it, and set to 'eu' before 200) */
+    const char *dflt[] = {"eu", "eu", "asia", "af"};
+    const unsigned long long lsn[] = {200, 201, 202, 150};
+    const char *reads[] = {"eu", "eu", "eu", "af"};
+    for (int i = 0; i < 4; i++) {
         cr_assert_eq(cdc_store_change_point(st, &p, NULL), 0);
         snprintf(fields, sizeof fields, region, dflt[i]);
-        recs_add(&rs, T, 0, o, strdup("{\"order_id\":1}"),
-                 env_schema("u", fields, "{\"order_id\":1,\"v\":5,\"region\":\"us\"}", 200 + (unsigned long long)i,
-                            "false"));
+        if (i < 3)
+            recs_add(&rs, T, 0, o, strdup("{\"order_id\":1}"),
+                     env_schema("u", fields, "{\"order_id\":1,\"v\":5,\"region\":\"us\"}", lsn[i], "false"));
+        else
+            recs_add(&rs, T, 1, o, strdup("{\"order_id\":3}"),
+                     env_schema("c", fields, "{\"order_id\":3,\"v\":6,\"region\":\"x\"}", lsn[i], "false"));
         tu_apply(st, rs.r + o++, 1);
         ranges_seen r = changed_since(st, &p, &all);
-        cr_assert_eq(all, i != 1, "default %s after %s", dflt[i], i ? dflt[i - 1] : "none");
-        if (i == 1) cr_assert_eq(r.n, 1, "the same default: only the key written");
+        cr_assert_eq(all, i == 0 || i == 3, "default %s at %llu", dflt[i], lsn[i]);
+        if (i == 1 || i == 2) cr_assert_leq(r.n, 1, "a newer change's default: only the key written");
+        char *v = tu_export(st, "public.orders", 0);
+        char *want = fmt("order_id,v,region\n1,5,us\n2,2,%s\n%s", reads[i], i == 3 ? "3,6,x\n" : "");
+        cr_assert_str_eq(v, want, "after the default %s at %llu", dflt[i], lsn[i]);
+        free(want);
+        free(v);
     }
+    /* kept across a reopen, and the same in one batch in any order */
+    cdc_store_close(st);
+    st = tu_open(dir);
     char *v = tu_export(st, "public.orders", 0);
-    cr_assert_str_eq(v, "order_id,v,region\n1,5,us\n2,2,asia\n");
+    cr_assert_str_eq(v, "order_id,v,region\n1,5,us\n2,2,af\n3,6,x\n");
     free(v);
-    recs_free(&rs);
     cdc_store_close(st);
     tu_rmrf(dir);
+    static const int orders[][4] = {{0, 1, 2, 3}, {3, 2, 1, 0}, {2, 0, 3, 1}};
+    for (size_t k = 0; k < sizeof orders / sizeof *orders; k++) {
+        st = tu_open(dir);
+        tu_apply(st, rs.r, 2);
+        cdc_record_t b[4];
+        for (int i = 0; i < 4; i++) b[i] = rs.r[2 + orders[k][i]];
+        tu_apply(st, b, 4);
+        v = tu_export(st, "public.orders", 0);
+        cr_assert_str_eq(v, "order_id,v,region\n1,5,us\n2,2,af\n3,6,x\n", "order %zu", k);
+        free(v);
+        cdc_store_close(st);
+        tu_rmrf(dir);
+    }
+    recs_free(&rs);
     free(dir);
 }
 
