@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ingest.h"
 
@@ -82,6 +83,8 @@ typedef struct kcat_fields {
 } kcat_fields;
 
 #define NONE ((size_t)-1)
+#define BATCH_TEXT ((size_t)64 << 20)
+static const char OVERLONG[] = "overlong"; /* batch.bad: the reason is the record's value */
 
 /* kcat's "headers": ["name", "value", ...] (a value may be null) at p:
  * takes a primary-key change's two headers (cdc_record_t).  Returns the end
@@ -307,6 +310,23 @@ static void add_line(batch *b, const char *line, size_t len, const char *source,
     batch_add(b, &r, toff, koff, voff, ooff, bad);
 }
 
+/* A line over the reader's limit (next_line): a dead letter with its file,
+ * line and length; its text was not kept. */
+static void add_overlong(batch *b, size_t len, size_t limit, const char *source, int64_t lineno)
+{
+    cdc_record_t r = {0};
+    r.source = source;
+    r.line = lineno;
+    r.offset = -1;
+    char why[160];
+    int n = snprintf(why, sizeof why, "the line is %zu bytes, longer than any record within the record limit could "
+                     "be (%zu)", len, limit);
+    /* the reason is the record's text, which lives as long as the batch */
+    size_t voff = put_text(&b->text, why, (size_t)n);
+    r.value_len = (size_t)n;
+    batch_add(b, &r, NONE, NONE, voff, NONE, OVERLONG);
+}
+
 /* ---- The pipeline ----
  *
  * A reader thread reads, scans and decodes batch k+1 while the caller's
@@ -314,6 +334,68 @@ static void add_line(batch *b, const char *line, size_t len, const char *source,
  * work) runs beside the RocksDB reads and writes.  Two batch slots
  * alternate; a slot is refilled only after its batch was applied, because
  * the apply reads the records (positions, dead letters). */
+
+/* Lines are read from the descriptor in blocks of 1 MiB into a buffer of
+ * the reader's own, and handed out in place.  Why not getline: it keeps a
+ * line however long, so one line of gigabytes without a newline took that
+ * much memory before the record limit could refuse it.  A line longer than
+ * any record could be (LINE_MAX_FOR: its JSON escapes at most 6 bytes into
+ * one) is skipped to its newline as it is read, and becomes a dead letter
+ * naming its length. */
+#define READ_BLOCK ((size_t)1 << 20)
+#define LINE_MAX_FOR(max_record) (6 * (max_record) + ((size_t)1 << 20))
+
+typedef struct line_reader {
+    int fd;
+    char *buf;
+    size_t cap, start, end, scan; /* the unread bytes are buf[start, end); no newline in [start, scan) */
+    int eof, err;
+} line_reader;
+
+/* The next line (without its newline) at *p, *len bytes; 0, or -1 at the
+ * end of the input or on a read error (lr->err).  A line over limit bytes
+ * is skipped: *p NULL, *len its length. */
+static int next_line(line_reader *lr, size_t limit, const char **p, size_t *len)
+{
+    size_t skipped = 0; /* bytes of an overlong line dropped so far */
+    for (;;) {
+        char *nl = lr->scan < lr->end ? memchr(lr->buf + lr->scan, '\n', lr->end - lr->scan) : NULL;
+        if (nl || (lr->eof && lr->start < lr->end)) {
+            size_t at = nl ? (size_t)(nl - lr->buf) : lr->end;
+            *len = skipped + (at - lr->start);
+            *p = skipped ? NULL : lr->buf + lr->start;
+            lr->start = lr->scan = nl ? at + 1 : at;
+            return 0;
+        }
+        lr->scan = lr->end;
+        if (lr->eof) return -1;
+        if (lr->end - lr->start > limit) { /* overlong: drop what is read of it */
+            skipped += lr->end - lr->start;
+            lr->start = lr->scan = lr->end;
+        }
+        if (lr->start == lr->end) lr->start = lr->scan = lr->end = 0;
+        if (lr->cap - lr->end < READ_BLOCK) {
+            if (lr->start) { /* keep the line being read, at the front */
+                memmove(lr->buf, lr->buf + lr->start, lr->end - lr->start);
+                lr->end -= lr->start;
+                lr->scan -= lr->start;
+                lr->start = 0;
+            }
+            if (lr->cap - lr->end < READ_BLOCK) {
+                lr->cap = lr->cap ? 2 * lr->cap : 2 * READ_BLOCK;
+                lr->buf = cdc__realloc(lr->buf, lr->cap);
+            }
+        }
+        ssize_t n = read(lr->fd, lr->buf + lr->end, lr->cap - lr->end);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            lr->err = errno ? errno : EIO;
+            return -1;
+        }
+        if (n == 0) lr->eof = 1;
+        lr->end += (size_t)n;
+    }
+}
 
 typedef struct slot {
     batch b;
@@ -328,6 +410,7 @@ typedef struct slot {
 typedef struct pipe_state {
     cdc_store_t *st;
     FILE *fp;
+    line_reader lr;
     const char *source;
     size_t bs;
     const cdc_apply_options_t *aopts;
@@ -340,8 +423,8 @@ typedef struct pipe_state {
 static void *reader_main(void *arg)
 {
     pipe_state *ps = arg;
-    char *line = NULL;
-    size_t cap = 0;
+    size_t max_record = ps->aopts->max_record_bytes ? ps->aopts->max_record_bytes : (16u << 20);
+    size_t limit = LINE_MAX_FOR(max_record);
     int64_t lineno = 0;
     uint64_t bytes = 0;
     for (int k = 0;; k++) {
@@ -353,32 +436,40 @@ static void *reader_main(void *arg)
         if (ab) break;
         sl->b.n = 0;
         cdc__buf_reset(&sl->b.text);
-        ssize_t len = 0;
+        int got = 0;
         volatile int *intr = ps->aopts->interrupt;
-        while (sl->b.n < ps->bs && !(intr && *intr && lineno % 1024 == 0)) {
-            len = getline(&line, &cap, ps->fp);
-            if (len < 0) break;
+        /* A batch ends at its count of records, or at BATCH_TEXT bytes of
+         * them: two batches are in memory at once, of records up to 16 MiB. */
+        while (sl->b.n < ps->bs && sl->b.text.len < BATCH_TEXT && !(intr && *intr && lineno % 1024 == 0)) {
+            const char *line;
+            size_t len;
+            if ((got = next_line(&ps->lr, limit, &line, &len)) < 0) break;
             lineno++;
-            bytes += (uint64_t)len;
-            while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
+            bytes += (uint64_t)len + 1;
+            if (!line) {
+                add_overlong(&sl->b, len, limit, ps->source, lineno);
+                continue;
+            }
+            while (len > 0 && line[len - 1] == '\r') len--;
             const char *q = skip_ws(line, line + len);
-            if (q < line + len) add_line(&sl->b, line, (size_t)len, ps->source, lineno);
+            if (q < line + len) add_line(&sl->b, line, len, ps->source, lineno);
         }
-        sl->eof = len < 0;
-        sl->read_errno = len < 0 && ferror(ps->fp) ? (errno ? errno : EIO) : 0;
+        sl->eof = got < 0;
+        sl->read_errno = got < 0 ? ps->lr.err : 0;
         sl->bytes = bytes;
         sl->lineno = lineno;
         batch_seal(&sl->b);
         sl->dec = sl->b.n ? cdc__decode_batch(ps->st, sl->b.recs, sl->b.n, ps->aopts, 1) : NULL;
         for (size_t i = 0; i < sl->b.n; i++)
-            if (sl->b.bad[i]) cdc__event_dead(&sl->dec[i], &sl->b.recs[i], sl->b.bad[i]);
+            if (sl->b.bad[i])
+                cdc__event_dead(&sl->dec[i], &sl->b.recs[i],
+                                sl->b.bad[i] == OVERLONG ? sl->b.recs[i].value : sl->b.bad[i]);
         pthread_mutex_lock(&ps->mu);
         sl->ready = 1;
         pthread_cond_broadcast(&ps->cv);
         pthread_mutex_unlock(&ps->mu);
         if (sl->eof) break;
     }
-    free(line);
     return NULL;
 }
 
@@ -392,15 +483,10 @@ int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_optio
     if (!st || !path) return cdc__err(err, CDC_EINVAL, "cdc_store_apply_file: bad arguments");
     FILE *fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!fp) return cdc__err(err, -errno, "%s: cannot open: %s", path, strerror(errno));
-    /* Reads of 1 MiB instead of stdio's 4 KiB (the file's block size): a
-     * 640 MB events file took 160,000 read calls.  glibc takes the size only
-     * with a buffer of the caller's (with NULL it keeps its own); stdin is
-     * left as it is (a buffer must outlive its stream). */
-    char *iobuf = fp != stdin ? cdc__malloc(1 << 20) : NULL;
-    if (iobuf) setvbuf(fp, iobuf, _IOFBF, 1 << 20);
     pipe_state ps = {0};
     ps.st = st;
     ps.fp = fp;
+    ps.lr.fd = fileno(fp); /* read directly (next_line), never through the stream */
     ps.source = strcmp(path, "-") == 0 ? "stdin" : path;
     ps.bs = o->batch_size ? o->batch_size : 10000;
     /* The stop flag gives up the batch in progress (decoding, reading or
@@ -414,7 +500,6 @@ int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_optio
     int rc = 0;
     if (pthread_create(&th, NULL, reader_main, &ps) != 0) {
         if (fp != stdin) fclose(fp);
-        free(iobuf);
         return cdc__err(err, CDC_ENOMEM, "%s: cannot start the reader thread", ps.source);
     }
     for (int k = 0;; k++) {
@@ -460,7 +545,7 @@ int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_optio
     pthread_mutex_destroy(&ps.mu);
     pthread_cond_destroy(&ps.cv);
     if (fp != stdin) fclose(fp);
-    free(iobuf);
+    free(ps.lr.buf);
     if (total) *total = tot;
     return rc;
 }

@@ -424,3 +424,49 @@ Test(filesrc, one_record_per_line_and_plain_reasons)
     unlink(path);
     free(path);
 }
+
+/* A line longer than any record within the record limit could be (six
+ * bytes of JSON escape per byte, and 1 MiB more) is skipped as it is read
+ * and dead-lettered with its file, line and length: the reader never holds
+ * more of it than the limit (before, getline kept a whole line, gigabytes
+ * of one without a newline).  The lines around it apply. */
+Test(filesrc, overlong_line_is_a_dead_letter)
+{
+    size_t big = (3u << 20) + 17;
+    char *text = malloc(big + 1024);
+    int n = sprintf(text, "{\"op\":\"c\",\"after\":{\"order_id\":1,\"status\":\"a\",\"amount\":\"1.00\"},"
+                          "\"source\":{\"schema\":\"public\",\"table\":\"orders\",\"lsn\":10}}\n{\"x\":\"");
+    memset(text + n, 'a', big);
+    n += (int)big;
+    n += sprintf(text + n, "\"}\n{\"op\":\"c\",\"after\":{\"order_id\":2,\"status\":\"b\",\"amount\":\"2.00\"},"
+                           "\"source\":{\"schema\":\"public\",\"table\":\"orders\",\"lsn\":11}}");
+    char *path = write_tmp(text);
+    free(text);
+    for (size_t bs = 1; bs <= 3; bs += 2) {
+        char *dir = tu_tmpdir();
+        cdc_store_t *st = tu_open(dir);
+        cdc_file_options_t fo = {.batch_size = bs, .apply = {.max_record_bytes = 1000}};
+        cdc_apply_result_t r;
+        cdc_error_t e = {0};
+        cr_assert_eq(cdc_store_apply_file(st, path, &fo, &r, &e), 0, "%s", e.msg);
+        cr_expect_eq(r.read, 3);
+        cr_expect_eq(r.applied, 2);
+        cr_expect_eq(r.dead_letters, 1);
+        char *v = tu_export(st, "public.orders", 0);
+        cr_expect_str_eq(v, "order_id,status,amount\n1,a,1.00\n2,b,2.00\n", "batches of %zu", bs);
+        free(v);
+        cdc_dlq_iter_t *it;
+        cdc_dead_letter_t dl;
+        cr_assert_eq(cdc_dlq_open(st, &it, NULL), 0);
+        cr_assert_eq(cdc_dlq_next(it, &dl, NULL), 1);
+        char *want = tu_fmt(":2: the line is %zu bytes, longer than any record", big + 8);
+        cr_expect(strstr(dl.reason, want), "%s (want %s)", dl.reason, want);
+        free(want);
+        cdc_dlq_close(it);
+        cdc_store_close(st);
+        tu_rmrf(dir);
+        free(dir);
+    }
+    unlink(path);
+    free(path);
+}
