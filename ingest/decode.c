@@ -769,26 +769,29 @@ static const cJSON *member(const cJSON *obj, const char *name)
 
 /* The members of obj named names[0..n-1] (distinct names) into out[], each
  * as member() finds it (the first child of that name), NULL when absent or
- * when obj is not an object.  One pass over the children for all of them:
+ * when obj is not an object; returns a name obj holds twice, or NULL.  One pass over the children for all of them:
  * the envelope and its source are read for eleven names, and a scan with
  * strcmp per name (cJSON_GetObjectItemCaseSensitive) was most of the
  * string comparisons of a decode (perf record of cdcstore apply). */
-static void members(const cJSON *obj, const char *const *names, const cJSON **out, int n)
+static const char *members(const cJSON *obj, const char *const *names, const cJSON **out, int n)
 {
     for (int i = 0; i < n; i++) out[i] = NULL;
-    if (!cJSON_IsObject(obj)) return;
-    int left = n;
-    for (const cJSON *e = obj->child; e && left; e = e->next) {
+    if (!cJSON_IsObject(obj)) return NULL;
+    for (const cJSON *e = obj->child; e; e = e->next) {
         const char *s = e->string;
         if (!s) break; /* as cJSON's lookup, which stops at a child without a name */
         for (int i = 0; i < n; i++) {
-            if (!out[i] && s[0] == names[i][0] && !strcmp(s, names[i])) {
+            if (s[0] == names[i][0] && !strcmp(s, names[i])) {
+                /* JSON leaves a repeated name to the reader: Jackson (Kafka
+                 * Connect) takes the last, this the first; neither is
+                 * guessed */
+                if (out[i]) return names[i];
                 out[i] = e;
-                left--;
                 break;
             }
         }
     }
+    return NULL;
 }
 
 static int is_absent(const cJSON *v) { return v == NULL || cJSON_IsNull(v); }
@@ -2441,7 +2444,8 @@ static int decode(dctx *c, cJSON *root, cdc__event *ev)
     enum { S_SCHEMA, S_TABLE, S_SNAPSHOT, S_LSN, S_SEQUENCE, S_TS, S_N };
     static const char *const src_names[S_N] = {"schema", "table", "snapshot", "lsn", "sequence", "ts_ms"};
     const cJSON *em[E_N], *sm[S_N];
-    members(env, env_names, em, E_N);
+    const char *twice = members(env, env_names, em, E_N);
+    if (twice) return fail(c, NULL, "the envelope holds %s twice", twice);
 
     const cJSON *op = em[E_OP];
     if (!op && debezium_own(c, env)) { /* changes no row; its position counts */
@@ -2460,7 +2464,7 @@ static int decode(dctx *c, cJSON *root, cdc__event *ev)
                                                                                        : CDC__ACT_UPSERT;
 
     const cJSON *src = em[E_SOURCE];
-    members(src, src_names, sm, S_N);
+    if ((twice = members(src, src_names, sm, S_N))) return fail(c, NULL, "the source block holds %s twice", twice);
     if (opl == 'm') { /* a logical message: positions when usable, nothing required */
         const cJSON *l = sm[S_LSN], *ts = sm[S_TS];
         if (is_absent(ts)) ts = em[E_TS];

@@ -80,6 +80,7 @@ typedef struct kcat_fields {
     int nul;                /* the topic or key holds a NUL character */
     size_t old_key, old_key_len; /* the __debezium.oldkey header's value */
     int key_moved;               /* a __debezium.newkey header */
+    const char *twice;           /* why the line is refused: a field it holds twice, or NULL */
 } kcat_fields;
 
 #define NONE ((size_t)-1)
@@ -146,6 +147,8 @@ static int scan_line(const char *p, const char *end, kcat_fields *f, cdc__buf *t
     f->old_key = NONE;
     f->old_key_len = 0;
     f->key_moved = 0;
+    f->twice = NULL;
+    int seen = 0; /* the fields met so far (bits, below) */
     p = skip_ws(p, end);
     if (end - p >= 3 && !memcmp(p, "\xef\xbb\xbf", 3)) p = skip_ws(p + 3, end); /* a byte-order mark */
     if (p >= end || *p != '{') return LINE_BAD;
@@ -160,6 +163,21 @@ static int scan_line(const char *p, const char *end, kcat_fields *f, cdc__buf *t
         p = skip_ws(p + 1, end);
         const char *v = p;
         size_t *dst = NULL, *dlen = NULL;
+        /* A field given twice: JSON leaves which one counts to the reader
+         * (kcat's own output never repeats one), so neither is guessed. */
+        static const struct { const char *name; size_t len; const char *why; } fields[] = {
+            {"topic", 5, "the record holds \"topic\" twice"},
+            {"partition", 9, "the record holds \"partition\" twice"},
+            {"offset", 6, "the record holds \"offset\" twice"},
+            {"key", 3, "the record holds \"key\" twice"},
+            {"payload", 7, "the record holds \"payload\" twice"},
+            {"headers", 7, "the record holds \"headers\" twice"},
+        };
+        for (int i = 0; i < 6; i++)
+            if (kl == fields[i].len && !memcmp(ks, fields[i].name, kl)) {
+                if (seen & (1 << i)) f->twice = fields[i].why;
+                seen |= 1 << i;
+            }
         if (*v == '"') {
             if (kl == 5 && !memcmp(ks, "topic", 5)) dst = &f->topic;
             else if (kl == 3 && !memcmp(ks, "key", 3)) dst = &f->key, dlen = &f->key_len;
@@ -295,7 +313,8 @@ static void add_line(batch *b, const char *line, size_t len, const char *source,
         /* INT64_MAX is no offset: the replica stores the next one to read */
         r.offset = f.offset ? parse_position(f.offset, INT64_MAX - 1) : -1;
         r.partition = part >= 0 ? (int32_t)part : 0;
-        if (f.nul) bad = "the topic or the key holds a NUL character";
+        if (f.twice) bad = f.twice;
+        else if (f.nul) bad = "the topic or the key holds a NUL character";
         else if (part < 0) bad = "the partition is not an integer in 0..2^31-1";
         else if (f.offset && r.offset < 0) bad = "the offset is not an integer in 0..2^63-2";
     } else {

@@ -1406,6 +1406,15 @@ Test(decode, value_not_nul_terminated)
 BAD(malformed_json, K, "{\"op\":\"c\",", "malformed JSON")
 BAD(malformed_json_garbage_after, K, "{\"op\":\"c\"} x", "malformed JSON")
 BAD(malformed_two_values, K, "{} {}", "malformed JSON")
+BAD(malformed_garbage_after_says_so, K, "{\"op\":\"c\"} x", "text after the JSON value")
+/* A member given twice: JSON leaves which one counts to the reader (Jackson
+ * takes the last), so the record is refused, never read by a guess. */
+BAD(op_twice, K, "{\"op\":\"u\",\"op\":\"d\"," ROW ",\"source\":{\"lsn\":1}}", "the envelope holds op twice")
+BAD(after_twice, K,
+    "{\"op\":\"c\"," ROW ",\"after\":{\"order_id\":1,\"x\":2},\"source\":{\"lsn\":1}}",
+    "the envelope holds after twice")
+BAD(lsn_twice, K, "{\"op\":\"c\"," ROW ",\"source\":{\"lsn\":300,\"lsn\":50}}",
+    "the source block holds lsn twice")
 BAD(empty_value, K, "", "empty")
 BAD(envelope_array, K, "[1,2]", "not a Debezium envelope")
 BAD(envelope_string, K, "\"c\"", "not a Debezium envelope")
