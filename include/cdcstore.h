@@ -254,6 +254,8 @@ CDC_API void cdc_positions_free(cdc_position_t *p, size_t n);
 
 typedef struct cdc_file_options {
     size_t batch_size;              /* records per batch; 0: 10,000 */
+    size_t batch_bytes;             /* and at most this much record text per batch (a batch of
+                                     * one record may hold more); 0: 64 MiB */
     cdc_apply_options_t apply;
     /* Called after every batch with the running totals and the bytes read so
      * far; may be NULL. */

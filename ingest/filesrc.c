@@ -431,7 +431,7 @@ typedef struct pipe_state {
     FILE *fp;
     line_reader lr;
     const char *source;
-    size_t bs;
+    size_t bs, batch_bytes;
     const cdc_apply_options_t *aopts;
     slot slots[2];
     pthread_mutex_t mu;
@@ -457,9 +457,10 @@ static void *reader_main(void *arg)
         cdc__buf_reset(&sl->b.text);
         int got = 0;
         volatile int *intr = ps->aopts->interrupt;
-        /* A batch ends at its count of records, or at BATCH_TEXT bytes of
-         * them: two batches are in memory at once, of records up to 16 MiB. */
-        while (sl->b.n < ps->bs && sl->b.text.len < BATCH_TEXT && !(intr && *intr && lineno % 1024 == 0)) {
+        /* A batch ends at its count of records, or at batch_bytes of their
+         * text (BATCH_TEXT by default): two batches are in memory at once,
+         * of records up to 16 MiB each. */
+        while (sl->b.n < ps->bs && sl->b.text.len < ps->batch_bytes && !(intr && *intr && lineno % 1024 == 0)) {
             const char *line;
             size_t len;
             if ((got = next_line(&ps->lr, limit, &line, &len)) < 0) break;
@@ -508,6 +509,7 @@ int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_optio
     ps.lr.fd = fileno(fp); /* read directly (next_line), never through the stream */
     ps.source = strcmp(path, "-") == 0 ? "stdin" : path;
     ps.bs = o->batch_size ? o->batch_size : 10000;
+    ps.batch_bytes = o->batch_bytes ? o->batch_bytes : BATCH_TEXT;
     /* The stop flag gives up the batch in progress (decoding, reading or
      * applying it): the store looks at it every few thousand records. */
     cdc_apply_options_t ao = o->apply;

@@ -445,7 +445,10 @@ static void child_progress(void *opaque, const cdc_apply_result_t *total, uint64
 static int child_file(cdc_store_t *st, size_t bs)
 {
     child_ctx c = {.st = st, .topic = child_env("CDC_CRASH_TOPIC")};
-    cdc_file_options_t fo = {.batch_size = bs, .progress = child_progress, .progress_opaque = &c};
+    /* batches of bs records exactly (not cut at 64 MiB of text): the
+     * boundaries the parent checks the replica's positions against */
+    cdc_file_options_t fo = {.batch_size = bs, .batch_bytes = SIZE_MAX, .progress = child_progress,
+                             .progress_opaque = &c};
     cdc_error_t e = {0};
     if (cdc_store_apply_file(st, child_env("CDC_CRASH_FILE"), &fo, NULL, &e)) {
         fprintf(stderr, "crash child: apply file: %s\n", e.msg);

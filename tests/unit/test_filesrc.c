@@ -473,3 +473,38 @@ Test(filesrc, overlong_line_is_a_dead_letter)
     unlink(path);
     free(path);
 }
+
+static void count_batch(void *opaque, const cdc_apply_result_t *total, uint64_t bytes)
+{
+    (void)total;
+    (void)bytes;
+    (*(int *)opaque)++;
+}
+
+/* A batch ends at its count of records or at batch_bytes of their text,
+ * whichever comes first (a record longer than that is a batch of its own):
+ * the view is the same. */
+Test(filesrc, batches_end_at_their_bytes)
+{
+    char *ref = apply_file_view(DOC, 100, &(cdc_apply_result_t){0});
+    for (size_t cap = 1; cap <= 4096; cap *= 4) {
+        int batches = 0;
+        char *dir = tu_tmpdir();
+        cdc_store_t *st = tu_open(dir);
+        cdc_file_options_t fo = {.batch_size = 100, .batch_bytes = cap, .progress = count_batch,
+                                 .progress_opaque = &batches};
+        cdc_apply_result_t r;
+        cdc_error_t e = {0};
+        cr_assert_eq(cdc_store_apply_file(st, DOC, &fo, &r, &e), 0, "%s", e.msg);
+        cr_expect_eq(r.read, 11);
+        if (cap == 1) cr_expect_geq(batches, 11, "a batch per record at 1 byte: %d", batches);
+        if (cap == 4096) cr_expect_leq(batches, 2, "one batch (and the end) at 4 KiB: %d", batches);
+        char *v = tu_export(st, "public.orders", 0);
+        cr_expect_str_eq(v, ref, "batch_bytes %zu", cap);
+        free(v);
+        cdc_store_close(st);
+        tu_rmrf(dir);
+        free(dir);
+    }
+    free(ref);
+}
