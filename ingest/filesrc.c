@@ -368,6 +368,7 @@ typedef struct line_reader {
     int fd;
     char *buf;
     size_t cap, start, end, scan; /* the unread bytes are buf[start, end); no newline in [start, scan) */
+    uint64_t consumed;            /* bytes of the input handed out so far, newlines included */
     int eof, err;
 } line_reader;
 
@@ -379,10 +380,11 @@ static int next_line(line_reader *lr, size_t limit, const char **p, size_t *len)
     size_t skipped = 0; /* bytes of an overlong line dropped so far */
     for (;;) {
         char *nl = lr->scan < lr->end ? memchr(lr->buf + lr->scan, '\n', lr->end - lr->scan) : NULL;
-        if (nl || (lr->eof && lr->start < lr->end)) {
+        if (nl || (lr->eof && (lr->start < lr->end || skipped))) { /* a last line may lack its newline */
             size_t at = nl ? (size_t)(nl - lr->buf) : lr->end;
             *len = skipped + (at - lr->start);
             *p = skipped ? NULL : lr->buf + lr->start;
+            lr->consumed += *len + (nl != NULL);
             lr->start = lr->scan = nl ? at + 1 : at;
             return 0;
         }
@@ -465,7 +467,7 @@ static void *reader_main(void *arg)
             size_t len;
             if ((got = next_line(&ps->lr, limit, &line, &len)) < 0) break;
             lineno++;
-            bytes += (uint64_t)len + 1;
+            bytes = ps->lr.consumed;
             if (!line) {
                 add_overlong(&sl->b, len, limit, ps->source, lineno);
                 continue;

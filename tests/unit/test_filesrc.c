@@ -444,17 +444,29 @@ Test(filesrc, overlong_line_is_a_dead_letter)
     n += sprintf(text + n, "\"}\n{\"op\":\"c\",\"after\":{\"order_id\":2,\"status\":\"b\",\"amount\":\"2.00\"},"
                            "\"source\":{\"schema\":\"public\",\"table\":\"orders\",\"lsn\":11}}");
     char *path = write_tmp(text);
+    /* the same line last, without its newline */
+    int at = n - (int)strlen(strrchr(text, '\n'));
+    char *last = malloc(big + 1024);
+    int n1 = (int)(strchr(text, '\n') - text) + 1;        /* the first record and its newline */
+    memcpy(last, text, (size_t)n1);
+    int m = n1 + sprintf(last + n1, "%s\n", strrchr(text, '\n') + 1); /* the second record */
+    memcpy(last + m, text + n1, (size_t)(at - n1));            /* the long line, no newline */
+    m += at - n1;
+    last[m] = 0;
+    char *path_last = write_tmp(last);
+    free(last);
     free(text);
-    for (size_t bs = 1; bs <= 3; bs += 2) {
+    for (size_t bs = 1; bs <= 3; bs += 2)
+        for (int which = 0; which < 2; which++) {
         char *dir = tu_tmpdir();
         cdc_store_t *st = tu_open(dir);
         cdc_file_options_t fo = {.batch_size = bs, .apply = {.max_record_bytes = 1000}};
         cdc_apply_result_t r;
         cdc_error_t e = {0};
-        cr_assert_eq(cdc_store_apply_file(st, path, &fo, &r, &e), 0, "%s", e.msg);
-        cr_expect_eq(r.read, 3);
-        cr_expect_eq(r.applied, 2);
-        cr_expect_eq(r.dead_letters, 1);
+        cr_assert_eq(cdc_store_apply_file(st, which ? path_last : path, &fo, &r, &e), 0, "%s", e.msg);
+        cr_expect_eq(r.read, 3, "file %d", which);
+        cr_expect_eq(r.applied, 2, "file %d", which);
+        cr_expect_eq(r.dead_letters, 1, "file %d: the long line, also last without a newline", which);
         char *v = tu_export(st, "public.orders", 0);
         cr_expect_str_eq(v, "order_id,status,amount\n1,a,1.00\n2,b,2.00\n", "batches of %zu", bs);
         free(v);
@@ -462,16 +474,18 @@ Test(filesrc, overlong_line_is_a_dead_letter)
         cdc_dead_letter_t dl;
         cr_assert_eq(cdc_dlq_open(st, &it, NULL), 0);
         cr_assert_eq(cdc_dlq_next(it, &dl, NULL), 1);
-        char *want = tu_fmt(":2: the line is %zu bytes, longer than any record", big + 8);
+        char *want = tu_fmt(":%d: the line is %zu bytes, longer than any record", which ? 3 : 2, big + 8);
         cr_expect(strstr(dl.reason, want), "%s (want %s)", dl.reason, want);
         free(want);
         cdc_dlq_close(it);
         cdc_store_close(st);
         tu_rmrf(dir);
         free(dir);
-    }
+        }
     unlink(path);
     free(path);
+    unlink(path_last);
+    free(path_last);
 }
 
 static void count_batch(void *opaque, const cdc_apply_result_t *total, uint64_t bytes)
