@@ -769,7 +769,8 @@ static const cJSON *member(const cJSON *obj, const char *name)
 
 /* The members of obj named names[0..n-1] (distinct names) into out[], each
  * as member() finds it (the first child of that name), NULL when absent or
- * when obj is not an object; returns a name obj holds twice, or NULL.  One pass over the children for all of them:
+ * when obj is not an object; returns one of the names obj holds twice, or
+ * NULL.  One pass over the children for all of them:
  * the envelope and its source are read for eleven names, and a scan with
  * strcmp per name (cJSON_GetObjectItemCaseSensitive) was most of the
  * string comparisons of a decode (perf record of cdcstore apply). */

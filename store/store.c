@@ -698,9 +698,11 @@ static void promote_bloom(cdc_store_t *st, cdc__table *t)
  * entries: ROWS_BUFFER_ENTRIES times the mean size of the rows this session
  * wrote (key and value), within [ROWS_BUFFER_MIN, ROWS_BUFFER_MAX], set once
  * the session has written ROWS_BUFFER_SAMPLE rows (a mean of fewer could be
- * a snapshot's first tables, not the stream).  It takes effect from the next
- * memtable, and like the bloom filter it is tried once per session (a
- * failure costs speed, never data).  Measured on the benchmark's streams of
+ * a snapshot's first tables, not the stream).  RocksDB applies a smaller
+ * size to the memtable being filled too (on the narrow stream below every
+ * flush, the first included, holds 204,000-212,000 entries: the LOG's
+ * flush_started events), and like the bloom filter it is tried once per
+ * session (a failure costs speed, never data).  Measured on the benchmark's streams of
  * 1,000,000 records (bench/gen.py --shape S --events 1000000 --keys 100000
  * --row-width 100 --seed 42; `cdcstore apply --batch-size 10000`, wall
  * seconds, with builds whose buffer was fixed at each size, two runs each,
