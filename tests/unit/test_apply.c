@@ -15,6 +15,10 @@
 
 #define T "shop.public.orders"
 
+/* Every batch's groups are checked to be in group_cmp's order after the
+ * apply's own sort (store/apply.c, sort_groups). */
+__attribute__((constructor)) static void check_sort(void) { setenv("CDC_CHECK_SORT", "1", 1); }
+
 /* ---- Builders ---- */
 
 static char *env_t(const char *table, const char *op, const char *before, const char *after,
