@@ -185,7 +185,7 @@ static void apply_progress(void *opaque, const cdc_apply_result_t *t, uint64_t b
 }
 
 static const char *apply_usage =
-    "usage: cdcstore apply --db DIR [--batch-size N] [--on-error continue|stop]\n"
+    "usage: cdcstore apply --db DIR [--batch-size N] [--batch-mib M] [--on-error continue|stop]\n"
     "                      [--decimal SCHEMA.TABLE.COLUMN=SCALE]... [--column-type S.T.C=TYPE]...\n"
     "                      [--sync] FILE...\n"
     "Applies Kafka records (kcat -C -J lines, or bare Debezium envelopes; - is stdin)\n"
@@ -193,8 +193,9 @@ static const char *apply_usage =
     "ordering version.  Bad records go to the dead-letter store (cdcstore dlq list).\n"
     "A FILE that cannot be opened stops the command before it applies anything; a\n"
     "DIR this run created is removed again when the run fails before applying any.\n"
-    "  --batch-size N     records per atomic batch, 1 to 100000000 (default 10000); a batch also\n"
-    "                     ends at 64 MiB of records\n"
+    "  --batch-size N     records per atomic batch, 1 to 100000000 (default 10000)\n"
+    "  --batch-mib M      a batch also ends at M MiB of records, 0 to 1048576 (default 64;\n"
+    "                     0: no limit, batches of N records whatever their size)\n"
     "  --on-error MODE    continue (default): dead-letter and go on; stop: stop at the\n"
     "                     first bad record, after applying the records before it\n"
     "  --decimal T.C=S    the column's NUMERIC values arrive as Debezium's base64\n"
@@ -225,11 +226,20 @@ static int cmd_apply(int argc, char **argv)
     uint64_t v;
     static struct option lo[] = {{"db", 1, 0, 'd'},       {"batch-size", 1, 0, 'b'}, {"on-error", 1, 0, 'e'},
                                  {"decimal", 1, 0, 'D'},  {"sync", 0, 0, 's'},       {"quiet", 0, 0, 'q'},
-                                 {"column-type", 1, 0, 'T'}, {"help", 0, 0, 'h'},   {0, 0, 0, 0}};
+                                 {"column-type", 1, 0, 'T'}, {"help", 0, 0, 'h'},   {"batch-mib", 1, 0, 'M'},
+                                 {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "d:b:e:D:sqT:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:b:e:D:sqT:hM:", lo, NULL)) != -1) {
         switch (c) {
         case 'd': db = optarg; break;
+        case 'M':
+            if (cli_parse_uint("apply", "--batch-mib", optarg, 0, 1048576, &v)) {
+                free(decimals);
+                free(types);
+                return EXIT_USAGE;
+            }
+            fo.batch_bytes = v ? (size_t)v << 20 : SIZE_MAX;
+            break;
         case 'b':
             if (cli_parse_uint("apply", "--batch-size", optarg, 1, 100000000, &v)) {
                 free(decimals);

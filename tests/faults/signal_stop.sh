@@ -29,7 +29,7 @@ head -n 1000 "$IN" >"$T/first.jsonl"
 "$BIN" apply --db "$T/ref" --quiet "$IN"
 "$BIN" export --db "$T/ref" --table public.bench --output "$T/ref.csv"
 start=$(now)
-"$BIN" apply --db "$T/timing" --quiet --batch-size "$N" "$IN"
+"$BIN" apply --db "$T/timing" --quiet --batch-size "$N" --batch-mib 0 "$IN"
 full=$(echo "$(now) - $start" | bc)
 echo "# one batch of $N records: ${full} s"
 
@@ -40,7 +40,9 @@ live() { "$BIN" stats --db "$1" --table public.bench --json | python3 -c 'import
 run_one() {
   local name=$1 sig=$2 delay=$3 bs=$4 db=$T/db-$1
   "$BIN" apply --db "$db" --quiet "$T/first.jsonl"
-  "$BIN" apply --db "$db" --quiet --batch-size "$bs" "$IN" 2>"$T/$name.err" &
+  # --batch-mib 0: batches of exactly bs records (not cut at 64 MiB), the
+  # boundaries check() expects
+  "$BIN" apply --db "$db" --quiet --batch-size "$bs" --batch-mib 0 "$IN" 2>"$T/$name.err" &
   local pid=$!
   sleep "$delay"
   local t0 rc=0
