@@ -2,7 +2,7 @@
 """Native programs under /usr/bin/time -v: cdcstore itself and the two limits.
 
   peer_cmd.py cdcstore --bin build/cdcstore --events F --expected E --batch N --db DIR
-      `cdcstore apply --db DIR --batch-size N F`, timed as a whole (wall clock of the command,
+      `cdcstore apply --db DIR --batch-size N --batch-mib 0 F`, timed as a whole (wall clock of the command,
       peak RSS from time -v), then `cdcstore export --db DIR --table public.items --format csv`
       compared byte for byte with E; disk = bytes allocated under DIR after the apply.
   peer_cmd.py cdcstore ... --sync        the same with `apply --sync` (fsync every batch)
@@ -72,7 +72,8 @@ def cmd_cdcstore(a):
                **extra)
         return 0
     shutil.rmtree(a.db, ignore_errors=True)
-    cmd = [a.bin, "apply", "--db", a.db, "--batch-size", str(a.batch)]
+    # batches of exactly --batch records, as the peers' (not also cut at 64 MiB)
+    cmd = [a.bin, "apply", "--db", a.db, "--batch-size", str(a.batch), "--batch-mib", "0"]
     cmd += ["--sync"] if a.sync else []
     cmd += [a.events]
     rc, out, err, wall, rss = timed(cmd)
