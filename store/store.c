@@ -976,6 +976,22 @@ static int check_not_foreign(const char *dir, cdc_error_t *err)
     return rc;
 }
 
+/* Whether dir holds data (a table file or a write-ahead log), and a
+ * CURRENT file. */
+static void dir_files(const char *dir, int *data, int *current)
+{
+    *data = *current = 0;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n > 4 && (!strcmp(e->d_name + n - 4, ".sst") || !strcmp(e->d_name + n - 4, ".log"))) *data = 1;
+        if (!strcmp(e->d_name, "CURRENT")) *current = 1;
+    }
+    closedir(d);
+}
+
 /* Whether dir is on tmpfs (memory). */
 static int on_tmpfs(const char *dir)
 {
@@ -1032,6 +1048,19 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
         int rc = check_not_foreign(dir, err);
         if (rc) return rc;
     }
+    /* A replica whose data files (tables, write-ahead logs) are there but
+     * not its CURRENT (the file naming its manifest) is damaged: RocksDB
+     * would start a new replica over it, and deleted its tables as obsolete
+     * (a writable open of a replica whose CURRENT was removed came back
+     * empty, its .sst files gone).  Without data files (a first open cut
+     * short), a new replica is made. */
+    int data, current;
+    dir_files(dir, &data, &current);
+    if (data && !current)
+        return cdc__err(err, CDC_ECORRUPT,
+                        "%s: the replica's CURRENT file is missing: not opened (a new replica would be started "
+                        "over its files); restore the directory from a copy, or give a new one",
+                        dir);
     cdc_store_t *st = cdc__calloc(1, sizeof *st);
     st->dir = cdc__strdup(dir);
     st->log = o->log;
@@ -1044,7 +1073,7 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
         return rc;
     }
     st->opts = rocksdb_options_create();
-    rocksdb_options_set_create_if_missing(st->opts, 1);
+    rocksdb_options_set_create_if_missing(st->opts, !current);
     rocksdb_options_set_create_missing_column_families(st->opts, 1);
     rocksdb_options_increase_parallelism(st->opts, 2);
     rocksdb_options_set_compression(st->opts, rocksdb_lz4_compression);

@@ -2528,3 +2528,46 @@ Test(apply, truncates_are_counted)
         free(dir);
     }
 }
+
+/* A replica whose CURRENT file is gone (the file naming its manifest) is
+ * damaged: a writing open refuses it, naming the file, and leaves its data
+ * files as they are (before, RocksDB started a new replica over them, which
+ * came back empty and deleted its tables as obsolete).  A directory without
+ * data files (a first open cut short) is still made a replica. */
+Test(apply, replica_without_current_refused)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    cdc_record_t r = tu_rec(T, 0, 0, "{\"order_id\":1}",
+                            "{\"op\":\"c\",\"after\":{\"order_id\":1,\"status\":\"a\"},\"source\":{\"schema\":\"public\","
+                            "\"table\":\"orders\",\"lsn\":10}}");
+    tu_apply(st, &r, 1);
+    cdc_store_close(st);
+    char path[512];
+    snprintf(path, sizeof path, "%s/CURRENT", dir);
+    cr_assert_eq(unlink(path), 0);
+    int before = 0, after = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *de; (de = readdir(d));) before += strstr(de->d_name, ".sst") || strstr(de->d_name, ".log");
+    closedir(d);
+    cr_assert_gt(before, 0);
+    cdc_error_t e = {0};
+    cr_expect_eq(cdc_store_open(dir, NULL, &st, &e), CDC_ECORRUPT);
+    cr_expect(strstr(e.msg, "CURRENT file is missing"), "%s", e.msg);
+    cdc_open_options_t ro = {.read_only = 1};
+    cr_expect_neq(cdc_store_open(dir, &ro, &st, &e), 0);
+    d = opendir(dir);
+    for (struct dirent *de; (de = readdir(d));) after += strstr(de->d_name, ".sst") || strstr(de->d_name, ".log");
+    closedir(d);
+    cr_expect_eq(after, before, "the data files (tables, logs) are kept");
+    tu_rmrf(dir);
+    /* no data file: a new replica is made */
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    snprintf(path, sizeof path, "%s/LOG", dir);
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    st = tu_open(dir);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
