@@ -540,8 +540,13 @@ int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_optio
             cdc_apply_result_t r;
             rc = cdc__store_apply_events(st, sl->b.recs, sl->dec, sl->b.n, &ao, &r, err);
             sl->dec = NULL;
-            cdc__result_add(&tot, &r);
-            if (o->progress) o->progress(o->progress_opaque, &tot, sl->bytes);
+            /* counted when written: whole, or up to the bad record under
+             * --on-error stop; a batch given up (interrupted, a failed
+             * write) is not in the replica, nor in the totals */
+            if (rc == 0 || rc == CDC_ESTOPPED) {
+                cdc__result_add(&tot, &r);
+                if (o->progress) o->progress(o->progress_opaque, &tot, sl->bytes);
+            }
         }
         if (rc == 0 && sl->read_errno)
             rc = cdc__err(err, CDC_EIO, "%s: read error after line %lld: %s", ps.source,
