@@ -1184,8 +1184,12 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
         st->db = open_families(st, total, cfn, cfo, h, &e);
     }
     if (e) {
-        int code = strstr(e, "lock") ? CDC_ELOCKED : CDC_EIO;
-        rc = cdc__err(err, code, "%s: cannot open the replica: %s", dir, e);
+        if (strstr(e, "lock"))
+            rc = cdc__err(err, CDC_ELOCKED,
+                          "%s: the replica is in use: another process writes it (one writer at a time; "
+                          "export, get, stats and hash read it beside the writer) (%s)",
+                          dir, e);
+        else rc = cdc__err(err, CDC_EIO, "%s: cannot open the replica: %s", dir, e);
         free(e);
         goto done;
     }

@@ -2571,3 +2571,17 @@ Test(apply, replica_without_current_refused)
     tu_rmrf(dir);
     free(dir);
 }
+
+/* A second writer of a replica is refused in words, CDC_ELOCKED. */
+Test(apply, second_writer_refused)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir), *st2 = NULL;
+    cdc_error_t e = {0};
+    cr_expect_eq(cdc_store_open(dir, NULL, &st2, &e), CDC_ELOCKED, "%s", e.msg);
+    cr_expect(strstr(e.msg, "the replica is in use"), "%s", e.msg);
+    cr_expect_null(st2);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
