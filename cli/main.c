@@ -519,6 +519,28 @@ static char *table_file_name(const char *t)
     return o;
 }
 
+/* Whether path (which may not exist yet) is dir or lies inside it: an
+ * export there would write among the replica's own files (export --output
+ * DB/CURRENT replaced RocksDB's CURRENT and broke the replica). */
+static int inside_dir(const char *dir, const char *path)
+{
+    char *rd = realpath(dir, NULL), *rp = realpath(path, NULL);
+    if (!rp) { /* a new file: its directory */
+        char *copy = strdup(path), *slash = copy ? strrchr(copy, '/') : NULL;
+        if (copy) {
+            if (slash == copy) slash[1] = 0;
+            else if (slash) *slash = 0;
+            rp = realpath(slash ? copy : ".", NULL);
+        }
+        free(copy);
+    }
+    size_t n = rd ? strlen(rd) : 0;
+    int in = rd && rp && !strncmp(rp, rd, n) && (rp[n] == 0 || rp[n] == '/');
+    free(rd);
+    free(rp);
+    return in;
+}
+
 static int cmd_export(int argc, char **argv)
 {
     const char *db = NULL, *table = NULL, *output = NULL;
@@ -593,6 +615,16 @@ static int cmd_export(int argc, char **argv)
     }
     eo.lower_json = lo_key;
     eo.upper_json = hi_key;
+    if (output && db && inside_dir(db, output)) {
+        fprintf(stderr, "cdcstore export: --output ");
+        cli_write_escaped(stderr, output, strlen(output));
+        fprintf(stderr, " is inside the replica's directory ");
+        cli_write_escaped(stderr, db, strlen(db));
+        fprintf(stderr, ": give a path outside it\n");
+        free(lo_key);
+        free(hi_key);
+        return EXIT_USAGE;
+    }
     cdc_store_t *st;
     int r = cli_open(db, 0, 1, &st, NULL);
     if (r) return r;

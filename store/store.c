@@ -948,6 +948,7 @@ static int rocksdb_file(const char *n)
     static const char *const suffixes[] = {".sst", ".log", ".dbtmp", ".blob"};
     size_t l = strlen(n);
     if (!strcmp(n, ".") || !strcmp(n, "..")) return 1;
+    if (!strcmp(n, "lost+found")) return 1; /* a file system's own, at its mount point */
     for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
         if (!strncmp(n, prefixes[i], strlen(prefixes[i]))) return 1;
     for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
@@ -958,7 +959,9 @@ static int rocksdb_file(const char *n)
 }
 
 /* A directory that holds anything but RocksDB's files is someone else's:
- * a replica is never created among its contents. */
+ * a replica is never created among its contents.  A replica's own
+ * directory (one with a CURRENT) may hold other files too: RocksDB leaves
+ * them alone, and one stray file made every command refuse the replica. */
 static int check_not_foreign(const char *dir, cdc_error_t *err)
 {
     DIR *d = opendir(dir);
@@ -1044,9 +1047,6 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
             return cdc__err(err, -errno, "%s: cannot create: %s", dir, strerror(errno));
     } else if (!S_ISDIR(sb.st_mode)) {
         return cdc__err(err, CDC_EINVAL, "%s: not a directory", dir);
-    } else {
-        int rc = check_not_foreign(dir, err);
-        if (rc) return rc;
     }
     /* A replica whose data files (tables, write-ahead logs) are there but
      * not its CURRENT (the file naming its manifest) is damaged: RocksDB
@@ -1061,6 +1061,10 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
                         "%s: the replica's CURRENT file is missing: not opened (a new replica would be started "
                         "over its files); restore the directory from a copy, or give a new one",
                         dir);
+    if (!current) {
+        int rc = check_not_foreign(dir, err);
+        if (rc) return rc;
+    }
     cdc_store_t *st = cdc__calloc(1, sizeof *st);
     st->dir = cdc__strdup(dir);
     st->log = o->log;

@@ -620,5 +620,23 @@ check "slash: public.zz in public.zz.csv" grep -q '^1,zz$' "$T/slashout/all/publ
 check "slash: nothing written outside the directory ($(ls "$T/slashout" | tr '\n' ' '))" \
     test "$(ls "$T/slashout")" = all
 
+# ---- export into the replica's own directory: refused, the replica intact ----
+for o in "$T/db" "$T/db/CURRENT" "$T/db/orders.csv" "$T/db/../db/x.parquet"; do
+    run export --db "$T/db" --table public.orders --output "$o"
+    check "export --output $o: refused, exit 2 (got $rc: $(head -c 200 "$T/err"))" test "$rc" = 2
+    check "export --output $o: the message says why" has "is inside the replica's directory"
+done
+run export --db "$T/db" --output "$T/db"
+check "export of every table into the replica's directory: refused (got $rc)" test "$rc" = 2
+run stats --db "$T/db"
+check "the replica still opens after the refused exports (exit $rc)" test "$rc" = 0
+# ---- a stray file beside a replica's own: it still opens, for reading and writing ----
+echo note > "$T/db/README.txt"
+run stats --db "$T/db"
+check "a stray file in the replica's directory: stats still opens it (exit $rc: $(head -c 200 "$T/err"))" test "$rc" = 0
+run apply --db "$T/db" --quiet "$EVENTS"
+check "a stray file in the replica's directory: apply still opens it (exit $rc)" test "$rc" = 0
+rm -f "$T/db/README.txt"
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]

@@ -2100,7 +2100,9 @@ Test(apply, wide_rows)
 }
 
 /* A directory holding someone else's files is refused, for writing and
- * for reading, and nothing is written into it; an empty one is taken. */
+ * for reading, and nothing is written into it; an empty one is taken; a
+ * replica with a stray file beside its own opens (one stray file made
+ * every command refuse the replica). */
 Test(apply, foreign_directory_refused)
 {
     char *dir = tu_tmpdir();
@@ -2126,6 +2128,15 @@ Test(apply, foreign_directory_refused)
     st = tu_open(dir); /* empty now: taken */
     cdc_store_close(st);
     st = tu_open(dir); /* and reopened as the replica it became */
+    cdc_store_close(st);
+    /* a replica's own directory may hold other files: they are left alone */
+    f = fopen(path, "w");
+    cr_assert(f);
+    fputs("a stray note\n", f);
+    fclose(f);
+    st = tu_open(dir);
+    cdc_store_close(st);
+    cr_expect_eq(cdc_store_open(dir, &ro, &st, &e), 0, "%s", e.msg);
     cdc_store_close(st);
     tu_rmrf(dir);
     free(dir);
