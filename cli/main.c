@@ -999,8 +999,21 @@ static const char *main_usage =
     "  version    print the version (also cdcstore --version)\n\n"
     "`cdcstore COMMAND --help` describes a command.\n";
 
+/* At exit: what was printed must have reached standard output.  A write
+ * that failed (a full disk, /dev/full, a closed descriptor) made every
+ * command but export exit 0 with its output lost; it is an error (status 1)
+ * naming the cause. */
+static void check_stdout(void)
+{
+    if (fflush(stdout) == 0 && !ferror(stdout)) return;
+    int e = errno ? errno : EIO;
+    fprintf(stderr, "cdcstore: the output could not be written: %s\n", strerror(e));
+    _exit(EXIT_ERR);
+}
+
 int main(int argc, char **argv)
 {
+    atexit(check_stdout);
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (!strcmp(argv[i], "--log-format") && i + 1 < argc) {

@@ -638,5 +638,16 @@ run apply --db "$T/db" --quiet "$EVENTS"
 check "a stray file in the replica's directory: apply still opens it (exit $rc)" test "$rc" = 0
 rm -f "$T/db/README.txt"
 
+# ---- output that cannot be written is an error ----
+if [ -w /dev/full ]; then
+    for c in "stats --db $T/db" "tables --db $T/db" "--help" "stats --db $T/db --json"; do
+        # shellcheck disable=SC2086
+        timeout 10 "$BIN" $c >/dev/full 2>"$T/err"
+        rc=$?
+        check "$c > /dev/full: exit 1 (got $rc)" test "$rc" = 1
+        check "$c > /dev/full: says the output was not written" has "the output could not be written"
+    done
+fi
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]
