@@ -307,6 +307,14 @@ static char *key_expr(const cdc__srccol *c, const char *tn, int *kind)
     } else if (!strcmp(tn, "timestamptz")) {
         cdc__sql_coltext(&b, c);
         *kind = CDC__KP_TEXT;
+    } else if (!strcmp(tn, "bool")) {
+        /* t or f, as a change event's key holds it: boolean::text is 'true'
+         * (a boolean in the key made equal tables differ, and a changed row
+         * came out as an extra one) */
+        cdc__buf_puts(&b, "(CASE WHEN ");
+        cdc__sql_ident(&b, c->name);
+        cdc__buf_puts(&b, " THEN 't' ELSE 'f' END)");
+        *kind = CDC__KP_TEXT;
     } else {
         return NULL;
     }
