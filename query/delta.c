@@ -236,6 +236,7 @@ typedef struct dlog {
     int has_point;          /* the newest commit recorded the replica's point ... */
     cdc_change_point_t point; /* ... as of its read (cdc_store_change_point) */
     char *table_id;
+    char *table;            /* the replica's table the newest commit holds (cdcstore.table), or NULL */
     char *schema;           /* the last metaData's schemaString */
     char *protocol;         /* the last protocol action, as its line */
     int64_t created_ms;
@@ -256,6 +257,7 @@ static void dlog_free(dlog *l)
     for (size_t i = 0; i < l->n; i++) dfile_free(&l->f[i]);
     free(l->f);
     free(l->table_id);
+    free(l->table);
     free(l->schema);
     free(l->protocol);
     memset(l, 0, sizeof *l);
@@ -287,6 +289,8 @@ static int dlog_commit(dlog *l, const char *path, const char *text, size_t len, 
         if (!eol) eol = end;
         if (eol - p > 12 && !memcmp(p, "{\"commitInfo\"", 13)) {
             ours = member_string(p, eol, "\"engineInfo\":", &s) && !strncmp(s.p, ENGINE, strlen(ENGINE));
+            free(l->table);
+            l->table = member_string(p, eol, "\"cdcstore.table\":", &s) ? cdc__strdup(s.p) : NULL;
             /* every commit says its point, or has none (a build before change tracking) */
             l->has_point = member_string(p, eol, "\"cdcstore.history\":", &s) &&
                            sscanf(s.p, "%" SCNx64, &l->point.history) == 1 &&
@@ -951,6 +955,16 @@ int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir, const 
 
     dlog l;
     if ((rc = dlog_read(dir, &l, err))) return rc;
+    /* A Delta table holds one table of the replica: an export of another
+     * into it replaced its rows with the other's, silently, as a new
+     * version.  (Tables written before the name was recorded are taken.) */
+    if (l.table && strcmp(l.table, table)) {
+        rc = cdc__err(err, CDC_EINVAL,
+                      "%s: the Delta table there holds %s, not %s: give another directory for %s", dir, l.table,
+                      table, table);
+        dlog_free(&l);
+        return rc;
+    }
     cdc__buf schema = {0}, c = {0};
     const char **pqtypes = cdc__calloc(n + 1, sizeof *pqtypes);
     int ntz;
@@ -1016,9 +1030,11 @@ int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir, const 
     /* The commit. */
     cdc__buf_printf(&c, "{\"commitInfo\":{\"timestamp\":%lld,\"operation\":\"%s\",\"operationParameters\":"
                         "{\"mode\":\"%s\",\"cdcstore.history\":\"%016" PRIx64 "\",\"cdcstore.stamp\":\"%" PRIu64
-                        "\"},\"isBlindAppend\":false,\"engineInfo\":\"" ENGINE "\"}}\n",
+                        "\",\"cdcstore.table\":",
                     (long long)ms, r.created ? "CREATE TABLE AS SELECT" : "WRITE",
                     r.created ? "ErrorIfExists" : full ? "Overwrite" : "Refresh", point.history, point.stamp);
+    cdc__json_put_string(&c, table, strlen(table));
+    cdc__buf_puts(&c, "},\"isBlindAppend\":false,\"engineInfo\":\"" ENGINE "\"}}\n");
     const char *proto = ntz ? "{\"protocol\":{\"minReaderVersion\":3,\"minWriterVersion\":7,\"readerFeatures\":"
                               "[\"timestampNtz\"],\"writerFeatures\":[\"timestampNtz\"]}}"
                             : "{\"protocol\":{\"minReaderVersion\":1,\"minWriterVersion\":2}}";

@@ -772,3 +772,36 @@ Test(delta, a_failing_writer_fails_the_export_and_leaves_no_file)
     free(dl);
     free(dir);
 }
+
+/* A Delta table holds one table of the replica: an export of another table
+ * into its directory is refused, naming both, and commits nothing (it
+ * replaced the rows with the other table's as a new version). */
+Test(delta, another_tables_directory_is_refused)
+{
+    char *dir = tu_tmpdir();
+    char *db = tu_fmt("%s/db", dir), *dl = tu_fmt("%s/t.delta", dir);
+    cdc_store_t *st = tu_open(db);
+    put_rows(st, 1, 10, 1000, "a");
+    cdc_record_t r = tu_rec("shop.public.invoices", 0, 0, "{\"id\":1}",
+                            "{\"op\":\"c\",\"after\":{\"id\":1},\"source\":{\"schema\":\"public\",\"table\":\"invoices\","
+                            "\"lsn\":1001}}");
+    tu_apply(st, &r, 1);
+    export_delta(st, dl, 0);
+    cdc_export_options_t o = {0};
+    cdc_delta_result_t res;
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_export_delta(st, "public.invoices", dl, &o, &res, &e), CDC_EINVAL);
+    cr_assert(strstr(e.msg, "holds public.orders, not public.invoices"), "%s", e.msg);
+    char *p = tu_fmt("%s/_delta_log/%020d.json", dl, 1);
+    cr_assert_neq(access(p, F_OK), 0, "no version 1");
+    free(p);
+    /* the table's own refresh goes on */
+    put_rows(st, 3, 3, 2000, "b");
+    cr_assert_eq(cdc_export_delta(st, "public.orders", dl, &o, &res, &e), 0, "%s", e.msg);
+    cr_assert_eq(res.version, 1);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(db);
+    free(dl);
+    free(dir);
+}
