@@ -767,6 +767,13 @@ static int cmd_stats(int argc, char **argv)
     cdc_store_tables(st, &tables, &n, &e);
     cdc_stats_t s;
     int rc = 0;
+    /* a table the replica does not hold is an error, as for get, hash and
+     * export (it printed nothing, exit 0) */
+    if (only && (rc = cdc_store_stats(st, only, &s, &e))) {
+        cdc_strings_free(tables, n);
+        cdc_store_close(st);
+        return cli_fail(&e, rc);
+    }
     if (json) printf("{\"tables\":{");
     int first = 1;
     for (size_t i = 0; i < n; i++) {

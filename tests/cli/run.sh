@@ -638,6 +638,11 @@ run apply --db "$T/db" --quiet "$EVENTS"
 check "a stray file in the replica's directory: apply still opens it (exit $rc)" test "$rc" = 0
 rm -f "$T/db/README.txt"
 
+# ---- stats of a table the replica does not hold: an error, as for get ----
+run stats --db "$T/db" --table nosuch.table
+check "stats --table of a missing table: exit 1 (got $rc)" test "$rc" = 1
+check "stats --table of a missing table: says so" has "nosuch.table: not in the replica"
+
 # ---- output that cannot be written is an error ----
 if [ -w /dev/full ]; then
     for c in "stats --db $T/db" "tables --db $T/db" "--help" "stats --db $T/db --json"; do
