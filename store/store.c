@@ -962,7 +962,7 @@ static int rocksdb_file(const char *n)
  * a replica is never created among its contents.  A replica's own
  * directory (one with a CURRENT) may hold other files too: RocksDB leaves
  * them alone, and one stray file made every command refuse the replica. */
-static int check_not_foreign(const char *dir, cdc_error_t *err)
+static int check_not_foreign(const char *dir, int read_only, cdc_error_t *err)
 {
     DIR *d = opendir(dir);
     if (!d) return cdc__err(err, -errno, "%s: cannot read: %s", dir, strerror(errno));
@@ -970,9 +970,8 @@ static int check_not_foreign(const char *dir, cdc_error_t *err)
     int rc = 0;
     while ((e = readdir(d)))
         if (!rocksdb_file(e->d_name)) {
-            rc = cdc__err(err, CDC_EINVAL,
-                          "%s: not a replica and not empty (it holds %.200s): give an empty or new directory",
-                          dir, e->d_name);
+            rc = cdc__err(err, CDC_EINVAL, "%s: not a replica and not empty (it holds %.200s)%s", dir, e->d_name,
+                          read_only ? "" : ": give an empty or new directory");
             break;
         }
     closedir(d);
@@ -1056,14 +1055,16 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
      * short), a new replica is made. */
     int data, current;
     dir_files(dir, &data, &current);
-    if (data && !current)
-        return cdc__err(err, CDC_ECORRUPT,
-                        "%s: the replica's CURRENT file is missing: not opened (a new replica would be started "
-                        "over its files); restore the directory from a copy, or give a new one",
-                        dir);
     if (!current) {
-        int rc = check_not_foreign(dir, err);
+        int rc = check_not_foreign(dir, o->read_only, err);
         if (rc) return rc;
+        if (data)
+            return cdc__err(err, CDC_ECORRUPT,
+                            "%s: the replica's CURRENT file is missing: not opened (a new replica would be started "
+                            "over its files); restore the directory from a copy, or give a new one",
+                            dir);
+        if (o->read_only)
+            return cdc__err(err, CDC_ENOTFOUND, "%s: not a replica (empty): apply or ingest into it first", dir);
     }
     cdc_store_t *st = cdc__calloc(1, sizeof *st);
     st->dir = cdc__strdup(dir);
