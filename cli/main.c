@@ -196,6 +196,8 @@ static const char *apply_usage =
     "  --batch-size N     records per atomic batch, 1 to 100000000 (default 10000)\n"
     "  --batch-mib M      a batch also ends at M MiB of records, 0 to 1048576 (default 64;\n"
     "                     0: no limit, batches of N records whatever their size)\n"
+    "From a pipe (kcat -C -J following a topic, into -), a batch also ends 100 ms\n"
+    "after its first record when no further record has come.\n"
     "  --on-error MODE    continue (default): dead-letter and go on; stop: stop at the\n"
     "                     first bad record, after applying the records before it\n"
     "  --decimal T.C=S    the column's NUMERIC values arrive as Debezium's base64\n"

@@ -16,6 +16,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -85,6 +88,7 @@ typedef struct kcat_fields {
 
 #define NONE ((size_t)-1)
 #define BATCH_TEXT ((size_t)64 << 20)
+#define FLUSH_WAIT_MS 100 /* how long a batch of a slow input waits to fill (line_would_wait) */
 static const char OVERLONG[] = "overlong"; /* batch.bad: the reason is the record's value */
 
 /* kcat's "headers": ["name", "value", ...] (a value may be null) at p:
@@ -370,7 +374,27 @@ typedef struct line_reader {
     size_t cap, start, end, scan; /* the unread bytes are buf[start, end); no newline in [start, scan) */
     uint64_t consumed;            /* bytes of the input handed out so far, newlines included */
     int eof, err;
+    int pausable;                 /* not a regular file: its input may pause (line_would_wait) */
 } line_reader;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Whether the reader would wait for its next line: none is buffered, and
+ * the descriptor (a pipe, a terminal) has nothing to read within wait_ms.
+ * A regular file always has: poll says so at once. */
+static int line_would_wait(line_reader *lr, int wait_ms)
+{
+    if (!lr->pausable || lr->eof || (lr->scan < lr->end && memchr(lr->buf + lr->scan, '\n', lr->end - lr->scan))) return 0;
+    struct pollfd pf = {.fd = lr->fd, .events = POLLIN};
+    int n;
+    while ((n = poll(&pf, 1, wait_ms)) < 0 && errno == EINTR) {}
+    return n == 0;
+}
 
 /* The next line (without its newline) at *p, *len bytes; 0, or -1 at the
  * end of the input or on a read error (lr->err).  A line over limit bytes
@@ -446,7 +470,7 @@ static void *reader_main(void *arg)
     pipe_state *ps = arg;
     size_t max_record = ps->aopts->max_record_bytes ? ps->aopts->max_record_bytes : (16u << 20);
     size_t limit = LINE_MAX_FOR(max_record);
-    int64_t lineno = 0;
+    int64_t lineno = 0, batch_start = 0;
     uint64_t bytes = 0;
     for (int k = 0;; k++) {
         slot *sl = &ps->slots[k % 2];
@@ -465,6 +489,17 @@ static void *reader_main(void *arg)
         while (sl->b.n < ps->bs && sl->b.text.len < ps->batch_bytes && !(intr && *intr && lineno % 1024 == 0)) {
             const char *line;
             size_t len;
+            /* Input that comes slowly (kcat -C -J piped in, following a
+             * topic) ends the batch it has begun FLUSH_WAIT_MS after its
+             * first record, when no further line is there by then: its
+             * records are applied now, not when the batch fills or the input
+             * ends. */
+            if (sl->b.n && ps->lr.pausable) {
+                int64_t waited = now_ms() - batch_start;
+                if (line_would_wait(&ps->lr, waited >= FLUSH_WAIT_MS ? 0 : (int)(FLUSH_WAIT_MS - waited))) break;
+            } else if (!sl->b.n) {
+                batch_start = now_ms();
+            }
             if ((got = next_line(&ps->lr, limit, &line, &len)) < 0) break;
             lineno++;
             bytes = ps->lr.consumed;
@@ -509,6 +544,8 @@ int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_optio
     ps.st = st;
     ps.fp = fp;
     ps.lr.fd = fileno(fp); /* read directly (next_line), never through the stream */
+    struct stat sb;
+    ps.lr.pausable = fstat(ps.lr.fd, &sb) != 0 || !S_ISREG(sb.st_mode);
     ps.source = strcmp(path, "-") == 0 ? "stdin" : path;
     ps.bs = o->batch_size ? o->batch_size : 10000;
     ps.batch_bytes = o->batch_bytes ? o->batch_bytes : BATCH_TEXT;

@@ -5,6 +5,7 @@
  * flag ending the pipeline early.
  */
 #include <errno.h>
+#include <sys/wait.h>
 
 #include <criterion/criterion.h>
 
@@ -521,4 +522,63 @@ Test(filesrc, batches_end_at_their_bytes)
         free(dir);
     }
     free(ref);
+}
+
+typedef struct batch_log {
+    uint64_t read[8];
+    int n;
+} batch_log;
+
+static void log_batch(void *opaque, const cdc_apply_result_t *total, uint64_t bytes)
+{
+    (void)bytes;
+    batch_log *l = opaque;
+    if (l->n < 8) l->read[l->n++] = total->read;
+}
+
+/* Input that pauses (a pipe: kcat -C -J following a topic) ends the batch
+ * it has begun about 100 ms after its first record: the records before a
+ * pause are applied then, not when the batch of 100 fills or the input
+ * ends.  A regular file's batches stay whole (every_batch_size_...). */
+Test(filesrc, a_pause_in_piped_input_ends_the_batch)
+{
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        FILE *in = fopen(DOC, "r"), *out = fdopen(fds[1], "w");
+        char line[4096];
+        for (int i = 0; fgets(line, sizeof line, in); i++) {
+            if (i == 3) {
+                fflush(out);
+                sleep(2); /* the pause */
+            }
+            fputs(line, out);
+        }
+        fclose(out);
+        _exit(0);
+    }
+    close(fds[1]);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fds[0]);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    batch_log l = {0};
+    cdc_file_options_t fo = {.batch_size = 100, .progress = log_batch, .progress_opaque = &l};
+    cdc_apply_result_t r;
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_apply_file(st, path, &fo, &r, &e), 0, "%s", e.msg);
+    waitpid(pid, NULL, 0);
+    close(fds[0]);
+    cr_expect_eq(r.read, 11);
+    cr_expect_geq(l.n, 2, "at least two batches: %d", l.n);
+    cr_expect_eq(l.read[0], 3, "the first batch ended at the pause: %llu records", (unsigned long long)l.read[0]);
+    char *v = tu_export(st, "public.orders", 0);
+    cr_expect_str_eq(v, "order_id,status,amount\n1,shipped,25.00\n3,paid,60.00\n4,paid,15.00\n");
+    free(v);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
 }
