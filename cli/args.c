@@ -141,6 +141,10 @@ int cli_db_table_options(int argc, char **argv, const char *usage, int nargs, co
         }
     }
     if (!*db || (table && !*table) || argc - optind != nargs) {
+        if (!*db) fprintf(stderr, "cdcstore %s: --db DIR is required\n", argv[0]);
+        else if (table && !*table) fprintf(stderr, "cdcstore %s: --table SCHEMA.TABLE is required\n", argv[0]);
+        else if (argc - optind > nargs) fprintf(stderr, "cdcstore %s: unexpected argument: %s\n", argv[0], argv[optind + nargs]);
+        else fprintf(stderr, "cdcstore %s: an argument is missing\n", argv[0]);
         fputs(usage, stderr);
         return EXIT_USAGE;
     }

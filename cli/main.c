@@ -264,6 +264,7 @@ static int cmd_apply(int argc, char **argv)
         }
     }
     if (optind >= argc || !db) {
+        fprintf(stderr, "cdcstore apply: %s\n", !db ? "--db DIR is required" : "no FILE to apply (- for stdin)");
         fputs(apply_usage, stderr);
         free(decimals);
         free(types);
@@ -600,6 +601,10 @@ static int cmd_export(int argc, char **argv)
         }
     }
     if (!db || (!table && !output) || optind < argc) {
+        fprintf(stderr, "cdcstore export: %s\n",
+                !db ? "--db DIR is required"
+                    : optind < argc ? "unexpected argument (options only)"
+                                    : "give --table SCHEMA.TABLE, or --output DIR for every table");
         fputs(export_usage, stderr);
         return EXIT_USAGE;
     }
@@ -760,6 +765,11 @@ static int cmd_stats(int argc, char **argv)
         else if (c == 'h') { fputs(usage, stdout); return EXIT_OK; }
         else { fputs(usage, stderr); return EXIT_USAGE; }
     }
+    if (optind < argc) {
+        fprintf(stderr, "cdcstore stats: unexpected argument: %s\n", argv[optind]);
+        fputs(usage, stderr);
+        return EXIT_USAGE;
+    }
     cdc_store_t *st;
     int r = cli_open(db, 0, 1, &st, NULL);
     if (r) return r;
@@ -899,6 +909,10 @@ static int cmd_gc(int argc, char **argv)
         else { fputs(usage, stderr); return EXIT_USAGE; }
     }
     if (!db || (!h && !age) || optind != argc) {
+        fprintf(stderr, "cdcstore gc: %s\n",
+                !db ? "--db DIR is required"
+                    : optind != argc ? "unexpected argument (options only)"
+                                     : "give --horizon-lsn LSN or --older-than DURATION (or both)");
         fputs(usage, stderr);
         return EXIT_USAGE;
     }

@@ -643,6 +643,17 @@ run stats --db "$T/db" --table nosuch.table
 check "stats --table of a missing table: exit 1 (got $rc)" test "$rc" = 1
 check "stats --table of a missing table: says so" has "nosuch.table: not in the replica"
 
+# ---- a usage error says what is wrong before the usage ----
+run export --db "$T/db"
+check "export without --table or --output: exit 2, says what to give (got $rc)" \
+    test "$rc" = 2 -a "$(head -1 "$T/err")" = "cdcstore export: give --table SCHEMA.TABLE, or --output DIR for every table"
+run apply --db "$T/db"
+check "apply without FILE: exit 2, says so (got $rc)" test "$rc" = 2 -a "$(head -1 "$T/err")" = "cdcstore apply: no FILE to apply (- for stdin)"
+run stats --db "$T/db" extra
+check "stats with an extra argument: exit 2, names it (got $rc)" test "$rc" = 2 -a "$(head -1 "$T/err")" = "cdcstore stats: unexpected argument: extra"
+run gc --db "$T/db"
+check "gc without a horizon: exit 2, says what to give (got $rc)" test "$rc" = 2 && has "give --horizon-lsn LSN or --older-than DURATION"
+
 # ---- output that cannot be written is an error ----
 if [ -w /dev/full ]; then
     for c in "stats --db $T/db" "tables --db $T/db" "--help" "stats --db $T/db --json"; do
