@@ -497,19 +497,20 @@ static void *reader_main(void *arg)
             if (sl->b.n && ps->lr.pausable) {
                 int64_t waited = now_ms() - batch_start;
                 if (line_would_wait(&ps->lr, waited >= FLUSH_WAIT_MS ? 0 : (int)(FLUSH_WAIT_MS - waited))) break;
-            } else if (!sl->b.n) {
-                batch_start = now_ms();
             }
+            size_t n0 = sl->b.n;
             if ((got = next_line(&ps->lr, limit, &line, &len)) < 0) break;
             lineno++;
             bytes = ps->lr.consumed;
             if (!line) {
                 add_overlong(&sl->b, len, limit, ps->source, lineno);
+                if (!n0 && ps->lr.pausable) batch_start = now_ms();
                 continue;
             }
             while (len > 0 && line[len - 1] == '\r') len--;
             const char *q = skip_ws(line, line + len);
             if (q < line + len) add_line(&sl->b, line, len, ps->source, lineno);
+            if (!n0 && sl->b.n && ps->lr.pausable) batch_start = now_ms(); /* the batch's first record came */
         }
         sl->eof = got < 0;
         sl->read_errno = got < 0 ? ps->lr.err : 0;
