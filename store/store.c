@@ -1189,7 +1189,7 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
         st->db = open_families(st, total, cfn, cfo, h, &e);
     }
     if (e) {
-        if (strstr(e, "lock"))
+        if (strstr(e, "/LOCK") || strstr(e, "lock file")) /* not "block" of a checksum error */
             rc = cdc__err(err, CDC_ELOCKED,
                           "%s: the replica is in use: another process writes it (one writer at a time; "
                           "export, get, stats and hash read it beside the writer) (%s)",
