@@ -398,7 +398,8 @@ static const char *export_usage =
     "either may be empty; LOW is inclusive, HIGH exclusive.\n"
     "--output FILE replaces FILE atomically: FILE keeps its previous content until\n"
     "the new export is complete and synced, and stays as it was when the export\n"
-    "fails or is killed.  Without --output the rows go to standard output.\n"
+    "fails or is killed.  Without --output (or with --output -) the rows go to\n"
+    "standard output.\n"
     "parquet: one Parquet file typed by the source's column types (from the\n"
     "  envelopes' schemas; columns of no known type are strings), row groups of\n"
     "  --row-group-rows rows (default 1000000), pages compressed with zstd\n"
@@ -588,7 +589,7 @@ static int cmd_export(int argc, char **argv)
             if (!(eo.file_rows = export_count("--file-rows", optarg))) return EXIT_USAGE;
             break;
         case 'm': eo.meta = 1; break;
-        case 'o': output = optarg; break;
+        case 'o': output = strcmp(optarg, "-") ? optarg : NULL; break; /* -: standard output, as apply reads - */
         case 'H': eo.header = 0; break;
         case 'r':
             if (cli_parse_range(optarg, &lo_key, &hi_key)) {

@@ -643,6 +643,12 @@ run stats --db "$T/db" --table nosuch.table
 check "stats --table of a missing table: exit 1 (got $rc)" test "$rc" = 1
 check "stats --table of a missing table: says so" has "nosuch.table: not in the replica"
 
+# ---- export --output - is standard output, as apply's - is standard input ----
+(cd "$T" && timeout 10 "$BIN" export --db "$T/db" --table public.orders --output - > "$T/dash.out" 2>"$T/err")
+rc=$?
+check "export --output -: the rows on standard output, exit 0 (got $rc)" test "$rc" = 0 -a -s "$T/dash.out"
+check "export --output -: no file named -" test ! -e "$T/-"
+
 # ---- a usage error says what is wrong before the usage ----
 run export --db "$T/db"
 check "export without --table or --output: exit 2, says what to give (got $rc)" \
