@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -38,8 +39,9 @@ static size_t on_body(char *p, size_t size, size_t n, void *opaque)
 }
 
 /* GET url + path into body; 0, CDC_ENOTFOUND on HTTP 404, CDC_ECONNECT
- * otherwise (err names the URL and why). */
-static int get(const char *url, const char *path, int timeout_ms, cdc__buf *body, cdc_error_t *err)
+ * otherwise (err names the URL and why); *status the HTTP status. */
+static int get_once(const char *url, const char *path, int timeout_ms, cdc__buf *body, long *status_out,
+                    cdc_error_t *err)
 {
     cdc__buf u = {0};
     cdc__buf_puts(&u, url);
@@ -68,6 +70,7 @@ static int get(const char *url, const char *path, int timeout_ms, cdc__buf *body
     long status = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_cleanup(h);
+    *status_out = cc == CURLE_OK ? status : 0;
     int rc = 0;
     if (cc != CURLE_OK) {
         rc = cdc__err(err, CDC_ECONNECT, "Kafka Connect %s: %s", u.p, cerr[0] ? cerr : curl_easy_strerror(cc));
@@ -79,6 +82,23 @@ static int get(const char *url, const char *path, int timeout_ms, cdc__buf *body
     }
     cdc__buf_free(&u);
     return rc;
+}
+
+/* get_once, asked again (up to 5 times, a second apart) while Kafka Connect
+ * answers that its workers are rebalancing: it does so for a moment after
+ * any connector's configuration changes (HTTP 409, or 500 "Request cannot
+ * be completed because a rebalance is expected"), and doctor run then
+ * reported the connector failed. */
+static int get(const char *url, const char *path, int timeout_ms, cdc__buf *body, cdc_error_t *err)
+{
+    for (int attempt = 0;; attempt++) {
+        long status = 0;
+        int rc = get_once(url, path, timeout_ms, body, &status, err);
+        int rebalancing = status == 409 || (status == 500 && body->len && body->p &&
+                                            memmem(body->p, body->len, "rebalance", 9) != NULL);
+        if (!rc || !rebalancing || attempt == 4) return rc;
+        sleep(1);
+    }
 }
 
 int cdc_connect_status(const char *url, const char *connector, int timeout_ms, cdc_connect_status_t **out,
