@@ -15,7 +15,6 @@
 #include "ingest.h"
 
 #define PARALLEL_MIN 256
-#define DEFAULT_MAX_RECORD (16u << 20)
 
 typedef struct decode_job {
     const cdc_store_t *st;
@@ -101,7 +100,7 @@ static void *decode_range(void *arg)
 cdc__event *cdc__decode_batch(const cdc_store_t *st, const cdc_record_t *recs, size_t n,
                               const cdc_apply_options_t *opts, int threads)
 {
-    size_t max_bytes = opts && opts->max_record_bytes ? opts->max_record_bytes : DEFAULT_MAX_RECORD;
+    size_t max_bytes = opts && opts->max_record_bytes ? opts->max_record_bytes : CDC__DEFAULT_MAX_RECORD;
     cdc__event *evs = cdc__calloc(n ? n : 1, sizeof *evs);
     volatile int *intr = opts ? opts->interrupt : NULL;
     decode_job jobs[2] = {{st, recs, evs, 0, n, max_bytes, intr}, {st, recs, evs, n, n, max_bytes, intr}};
@@ -181,7 +180,7 @@ cdc__decoder *cdc__decoder_new(const cdc_store_t *st, const cdc_apply_options_t 
 {
     cdc__decoder *d = cdc__calloc(1, sizeof *d);
     d->job.st = st;
-    d->job.max_bytes = opts && opts->max_record_bytes ? opts->max_record_bytes : DEFAULT_MAX_RECORD;
+    d->job.max_bytes = opts && opts->max_record_bytes ? opts->max_record_bytes : CDC__DEFAULT_MAX_RECORD;
     d->job.interrupt = opts ? opts->interrupt : NULL;
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->cv, NULL);

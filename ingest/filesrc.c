@@ -468,10 +468,9 @@ typedef struct pipe_state {
 static void *reader_main(void *arg)
 {
     pipe_state *ps = arg;
-    size_t max_record = ps->aopts->max_record_bytes ? ps->aopts->max_record_bytes : (16u << 20);
+    size_t max_record = ps->aopts->max_record_bytes ? ps->aopts->max_record_bytes : CDC__DEFAULT_MAX_RECORD;
     size_t limit = LINE_MAX_FOR(max_record);
     int64_t lineno = 0, batch_start = 0;
-    uint64_t bytes = 0;
     for (int k = 0;; k++) {
         slot *sl = &ps->slots[k % 2];
         pthread_mutex_lock(&ps->mu);
@@ -501,7 +500,6 @@ static void *reader_main(void *arg)
             size_t n0 = sl->b.n;
             if ((got = next_line(&ps->lr, limit, &line, &len)) < 0) break;
             lineno++;
-            bytes = ps->lr.consumed;
             if (!line) {
                 add_overlong(&sl->b, len, limit, ps->source, lineno);
                 if (!n0 && ps->lr.pausable) batch_start = now_ms();
@@ -514,7 +512,7 @@ static void *reader_main(void *arg)
         }
         sl->eof = got < 0;
         sl->read_errno = got < 0 ? ps->lr.err : 0;
-        sl->bytes = bytes;
+        sl->bytes = ps->lr.consumed;
         sl->lineno = lineno;
         batch_seal(&sl->b);
         sl->dec = sl->b.n ? cdc__decode_batch(ps->st, sl->b.recs, sl->b.n, ps->aopts, 1) : NULL;

@@ -19,6 +19,9 @@
  * CDC__COL_* code or a NUMERIC scale (store/internal.h). */
 typedef int (*cdc__scale_fn)(void *opaque, const char *table, const char *column);
 
+/* The record limit when cdc_apply_options_t.max_record_bytes is 0. */
+#define CDC__DEFAULT_MAX_RECORD ((size_t)16 << 20)
+
 /* Decodes one record.  Returns 0 and fills *ev (action UPSERT, DELETE,
  * FLOOR or NOOP); or 1 for a Kafka tombstone (nothing to apply, ev
  * untouched); or CDC_EDECODE with err naming the problem (the caller

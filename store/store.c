@@ -958,40 +958,28 @@ static int rocksdb_file(const char *n)
     return 0;
 }
 
-/* A directory that holds anything but RocksDB's files is someone else's:
- * a replica is never created among its contents.  A replica's own
- * directory (one with a CURRENT) may hold other files too: RocksDB leaves
- * them alone, and one stray file made every command refuse the replica. */
-static int check_not_foreign(const char *dir, int read_only, cdc_error_t *err)
-{
-    DIR *d = opendir(dir);
-    if (!d) return cdc__err(err, -errno, "%s: cannot read: %s", dir, strerror(errno));
-    struct dirent *e;
-    int rc = 0;
-    while ((e = readdir(d)))
-        if (!rocksdb_file(e->d_name)) {
-            rc = cdc__err(err, CDC_EINVAL, "%s: not a replica and not empty (it holds %.200s)%s", dir, e->d_name,
-                          read_only ? "" : ": give an empty or new directory");
-            break;
-        }
-    closedir(d);
-    return rc;
-}
-
-/* Whether dir holds data (a table file or a write-ahead log), and a
- * CURRENT file. */
-static void dir_files(const char *dir, int *data, int *current)
+/* What dir holds, in one scan: data (a table file or a write-ahead log),
+ * a CURRENT file, and the first file that is not RocksDB's into foreign
+ * ("" when none).  0, or -errno when it cannot be read.  A directory that
+ * holds anything but RocksDB's files is someone else's: a replica is never
+ * created among its contents.  A replica's own directory (one with a
+ * CURRENT) may hold other files too: RocksDB leaves them alone, and one
+ * stray file made every command refuse the replica. */
+static int dir_files(const char *dir, int *data, int *current, char *foreign, size_t fsize)
 {
     *data = *current = 0;
+    foreign[0] = 0;
     DIR *d = opendir(dir);
-    if (!d) return;
+    if (!d) return -errno;
     struct dirent *e;
     while ((e = readdir(d))) {
         size_t n = strlen(e->d_name);
         if (n > 4 && (!strcmp(e->d_name + n - 4, ".sst") || !strcmp(e->d_name + n - 4, ".log"))) *data = 1;
         if (!strcmp(e->d_name, "CURRENT")) *current = 1;
+        if (!foreign[0] && !rocksdb_file(e->d_name)) snprintf(foreign, fsize, "%s", e->d_name);
     }
     closedir(d);
+    return 0;
 }
 
 /* Whether dir is on tmpfs (memory). */
@@ -1054,10 +1042,13 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
      * empty, its .sst files gone).  Without data files (a first open cut
      * short), a new replica is made. */
     int data, current;
-    dir_files(dir, &data, &current);
+    char foreign[256];
+    int drc = dir_files(dir, &data, &current, foreign, sizeof foreign);
+    if (drc) return cdc__err(err, drc, "%s: cannot read: %s", dir, strerror(-drc));
     if (!current) {
-        int rc = check_not_foreign(dir, o->read_only, err);
-        if (rc) return rc;
+        if (foreign[0])
+            return cdc__err(err, CDC_EINVAL, "%s: not a replica and not empty (it holds %.200s)%s", dir, foreign,
+                            o->read_only ? "" : ": give an empty or new directory");
         if (data)
             return cdc__err(err, CDC_ECORRUPT,
                             "%s: the replica's CURRENT file is missing: not opened (a new replica would be started "

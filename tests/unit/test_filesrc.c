@@ -437,26 +437,21 @@ Test(filesrc, one_record_per_line_and_plain_reasons)
 Test(filesrc, overlong_line_is_a_dead_letter)
 {
     size_t big = (3u << 20) + 17;
-    char *text = malloc(big + 1024);
-    int n = sprintf(text, "{\"op\":\"c\",\"after\":{\"order_id\":1,\"status\":\"a\",\"amount\":\"1.00\"},"
-                          "\"source\":{\"schema\":\"public\",\"table\":\"orders\",\"lsn\":10}}\n{\"x\":\"");
-    memset(text + n, 'a', big);
-    n += (int)big;
-    n += sprintf(text + n, "\"}\n{\"op\":\"c\",\"after\":{\"order_id\":2,\"status\":\"b\",\"amount\":\"2.00\"},"
-                           "\"source\":{\"schema\":\"public\",\"table\":\"orders\",\"lsn\":11}}");
+    const char *r1 = "{\"op\":\"c\",\"after\":{\"order_id\":1,\"status\":\"a\",\"amount\":\"1.00\"},"
+                     "\"source\":{\"schema\":\"public\",\"table\":\"orders\",\"lsn\":10}}",
+               *r2 = "{\"op\":\"c\",\"after\":{\"order_id\":2,\"status\":\"b\",\"amount\":\"2.00\"},"
+                     "\"source\":{\"schema\":\"public\",\"table\":\"orders\",\"lsn\":11}}";
+    char *longl = malloc(big + 16); /* {"x":"aaa...a"}, big + 8 bytes */
+    sprintf(longl, "{\"x\":\"");
+    memset(longl + 6, 'a', big);
+    strcpy(longl + 6 + big, "\"}");
+    char *text = malloc(2 * big + 1024);
+    sprintf(text, "%s\n%s\n%s", r1, longl, r2);
     char *path = write_tmp(text);
-    /* the same line last, without its newline */
-    int at = n - (int)strlen(strrchr(text, '\n'));
-    char *last = malloc(big + 1024);
-    int n1 = (int)(strchr(text, '\n') - text) + 1;        /* the first record and its newline */
-    memcpy(last, text, (size_t)n1);
-    int m = n1 + sprintf(last + n1, "%s\n", strrchr(text, '\n') + 1); /* the second record */
-    memcpy(last + m, text + n1, (size_t)(at - n1));            /* the long line, no newline */
-    m += at - n1;
-    last[m] = 0;
-    char *path_last = write_tmp(last);
-    free(last);
+    sprintf(text, "%s\n%s\n%s", r1, r2, longl); /* the long line last, without its newline */
+    char *path_last = write_tmp(text);
     free(text);
+    free(longl);
     for (size_t bs = 1; bs <= 3; bs += 2)
         for (int which = 0; which < 2; which++) {
         char *dir = tu_tmpdir();
