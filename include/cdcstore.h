@@ -427,6 +427,23 @@ typedef int (*cdc_range_fn)(void *opaque, const char *lower, size_t lower_len, c
 CDC_API int cdc_store_changed_since(cdc_store_t *st, const char *table, const cdc_change_point_t *since,
                                     cdc_range_fn fn, void *opaque, int *all, cdc_error_t *err);
 
+/* One encoded key (cdc_row_t.key), borrowed during the call.  A nonzero
+ * return stops the listing, and cdc_store_changed_keys() returns it. */
+typedef int (*cdc_key_fn)(void *opaque, const char *key, size_t len);
+
+/* The keys of table whose rows may have changed since the point since,
+ * from the replica's key journal (store/changes.c), without reading rows:
+ * fn is called for each, in the order the batches wrote them (not sorted;
+ * a key changed by several batches comes several times), and *all is 0;
+ * every other row is as it was at since.  *all is 1 (fn not called) when
+ * cdc_store_changed_since() would say so, and when the journal does not
+ * reach back to since: it starts at the first writable open of a build
+ * with it, again after a build without it applied batches, and again when
+ * it holds more keys than the table has rows (at least 2^20).
+ * Errors: as cdc_store_changed_since().  Thread-safety: as the store. */
+CDC_API int cdc_store_changed_keys(cdc_store_t *st, const char *table, const cdc_change_point_t *since,
+                                   cdc_key_fn fn, void *opaque, int *all, cdc_error_t *err);
+
 /* ---- Export ---- */
 
 enum { CDC_FORMAT_CSV = 0, CDC_FORMAT_NDJSON = 1, CDC_FORMAT_PARQUET = 2 };

@@ -481,6 +481,10 @@ typedef struct apply_ctx {
     const cdc__table *bt;            /* the last bucket recorded (note_change) ... */
     cdc__buf bucket;                 /* ... of that table */
     cdc__buf ckey, cval;
+    cdc__table *jt;                  /* the table whose keys jbuf gathers for the journal */
+    cdc__buf jbuf;
+    size_t jn;                       /* keys in jbuf */
+    uint32_t jseq;                   /* journal records written by the batch */
 } apply_ctx;
 
 static void pos_note(apply_ctx *a, const cdc_record_t *r)
@@ -564,11 +568,28 @@ static int group_find(const apply_ctx *a, const cdc__table *t, const char *key, 
     return -1;
 }
 
-/* Records that the row of table t under encoded key key changed in this
- * batch: its bucket, with the batch's stamp (store/changes.c).  Keys come
- * in key order per table, so a run of keys of one bucket writes it once. */
-static void note_change(apply_ctx *a, const cdc__table *t, const char *key, size_t kl)
+/* The keys gathered for the journal, as one record of their table. */
+static void journal_flush(apply_ctx *a)
 {
+    if (a->jn) cdc__journal_put(a->st, a->wb, a->jt, a->stamp, a->jseq++, a->jbuf.p, a->jbuf.len, a->jn);
+    cdc__buf_reset(&a->jbuf);
+    a->jn = 0;
+}
+
+/* Records that the row of table t under encoded key key changed in this
+ * batch: the key into the journal, its bucket with the batch's stamp
+ * (store/changes.c).  Keys come in key order per table, so a run of keys
+ * of one bucket writes it once, and a table's keys make one record per
+ * pass. */
+static void note_change(apply_ctx *a, cdc__table *t, const char *key, size_t kl)
+{
+    if (a->jt != t) {
+        journal_flush(a);
+        a->jt = t;
+    }
+    cdc__buf_put_varint(&a->jbuf, kl);
+    cdc__buf_put(&a->jbuf, key, kl);
+    a->jn++;
     size_t n = cdc__change_bucket_len(key, kl);
     if (a->bt == t && a->bucket.len == n && !memcmp(a->bucket.p, key, n)) return;
     a->bt = t;
@@ -1593,6 +1614,7 @@ static int commit(apply_ctx *a)
     cdc_store_t *st = a->st;
     char *e = NULL;
     write_positions(a);
+    journal_flush(a);
     cdc__changes_commit(st, a->wb, a->stamp);
     for (size_t i = 0; i < st->ntables; i++) cdc__table_flush(st, st->tables[i], a->wb);
     if (a->opts->writing) *a->opts->writing = 1;
@@ -1676,6 +1698,7 @@ static void ctx_free(apply_ctx *a)
     cdc__buf_free(&a->bucket);
     cdc__buf_free(&a->ckey);
     cdc__buf_free(&a->cval);
+    cdc__buf_free(&a->jbuf);
     free(a->order);
     rocksdb_writebatch_destroy(a->wb);
     free(a->sl);

@@ -75,14 +75,42 @@
  * point's (the one writer takes stamps in commit order), so a change that
  * races the caller's scan is reported again next time, never lost.
  *
+ * ---- The key journal ----
+ *
+ * Buckets say where changes fell, not which rows changed: 1% of a table's
+ * rows changed at random keys fall in every bucket.  A Delta table's
+ * refresh that marks the changed rows of its files deleted (deletion
+ * vectors, query/delta.c) instead of rewriting the files needs the keys
+ * themselves.  So each batch also writes, per table it changed, one journal
+ * record: the encoded keys it wrote (in the order note_change saw them:
+ * key order within a pass; a key may repeat across records), under the
+ * batch's stamp.  One record per table and batch, not one per key: the
+ * cost is a copy of the keys into the batch's WriteBatch (measured in
+ * RESULTS.md's apply rows).
+ *
+ * The journal of a table holds every change stamped after its jfrom.  It
+ * is reset (all its records deleted, jfrom set to the current stamp) when:
+ *  - a writable open finds it incomplete: no "K" record (a replica written
+ *    before the journal), or a read counter that differs from the one the
+ *    last journaled batch stored (a build without the journal applied
+ *    batches since; the same test as tracked_reads above);
+ *  - it holds more keys than max(2^20, the table's live rows): a refresh
+ *    after that many changes rewrites the table anyway, and the journal
+ *    would otherwise grow without bound.
+ * cdc_store_changed_keys() answers "all" (the caller compares rows) for a
+ * point before jfrom, and whenever cdc_store_changed_since() would.
+ *
  * Meta keys (store/store.c lists the others):
  *   "C\0<table>\0<bucket>"  varint stamp of the bucket's newest change;
  *   "E\0<table>"            varint all_stamp, varint tracked read counter;
  *   "N\0"                   varint stamp, 8 bytes line (big-endian);
- *   "R\0<line, 8 bytes>"    varint newest stamp of that line.
- * Builds before this ignore the four (load_meta skips unknown tags); the
- * buckets are skipped by a seek at open, so that their number does not
- * weigh on it.
+ *   "R\0<line, 8 bytes>"    varint newest stamp of that line;
+ *   "J\0<table>\0<stamp, 8 bytes><seq, 4 bytes>" (big-endian) journal record:
+ *                           varint length and key bytes, per key;
+ *   "K\0<table>"            varint jfrom, varint jkeys, varint jreads.
+ * Builds before this ignore them (load_meta skips unknown tags); the
+ * buckets and the journal are skipped by a seek at open, so that their size
+ * does not weigh on it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,6 +144,80 @@ void cdc__change_bucket_key(cdc__buf *k, const cdc__table *t, const char *b, siz
 {
     bucket_prefix(k, t->name);
     cdc__buf_put(k, b, n);
+}
+
+/* ---- The key journal ---- */
+
+/* The least number of keys a journal may hold before it is reset; tests
+ * lower it through CDC_JOURNAL_MIN_CAP. */
+static uint64_t journal_min_cap(void)
+{
+    static uint64_t cap;
+    if (!cap) {
+        const char *e = getenv("CDC_JOURNAL_MIN_CAP");
+        uint64_t v = e ? strtoull(e, NULL, 10) : 0;
+        cap = v ? v : (uint64_t)1 << 20;
+    }
+    return cap;
+}
+
+static void journal_prefix(cdc__buf *k, const char *table)
+{
+    cdc__buf_reset(k);
+    cdc__buf_putc(k, 'J');
+    cdc__buf_putc(k, 0);
+    cdc__buf_puts(k, table);
+    cdc__buf_putc(k, 0);
+}
+
+void cdc__journal_put(cdc_store_t *st, rocksdb_writebatch_t *wb, cdc__table *t, uint64_t stamp, uint32_t seq,
+                      const char *keys, size_t len, size_t nkeys)
+{
+    cdc__buf k = {0};
+    journal_prefix(&k, t->name);
+    cdc__buf_put_u64be(&k, stamp);
+    for (int i = 3; i >= 0; i--) cdc__buf_putc(&k, (char)(seq >> (8 * i)));
+    rocksdb_writebatch_put_cf(wb, st->meta_cf, k.p, k.len, keys, len);
+    cdc__buf_free(&k);
+    t->jpending += nkeys;
+}
+
+/* Deletes t's journal records (those wb holds too: a range deletion
+ * after them in the batch wins) and starts it again after stamp. */
+static void journal_reset(cdc_store_t *st, rocksdb_writebatch_t *wb, cdc__table *t, uint64_t stamp)
+{
+    cdc__buf lo = {0}, hi = {0};
+    journal_prefix(&lo, t->name);
+    journal_prefix(&hi, t->name);
+    hi.p[hi.len - 1] = 1;
+    rocksdb_writebatch_delete_range_cf(wb, st->meta_cf, lo.p, lo.len, hi.p, hi.len);
+    cdc__buf_free(&lo);
+    cdc__buf_free(&hi);
+    t->jfrom = stamp;
+    t->jkeys = 0;
+}
+
+static void journal_state(cdc_store_t *st, rocksdb_writebatch_t *wb, cdc__table *t, cdc__buf *k, cdc__buf *v)
+{
+    cdc__buf_reset(k);
+    cdc__buf_putc(k, 'K');
+    cdc__buf_putc(k, 0);
+    cdc__buf_puts(k, t->name);
+    cdc__buf_reset(v);
+    cdc__buf_put_varint(v, t->jfrom);
+    cdc__buf_put_varint(v, t->jkeys);
+    cdc__buf_put_varint(v, t->jreads);
+    rocksdb_writebatch_put_cf(wb, st->meta_cf, k->p, k->len, v->p, v->len);
+}
+
+int cdc__journal_load_table(cdc__table *t, const char *v, size_t vl)
+{
+    const char *end = v + vl;
+    if (cdc__get_varint(&v, end, &t->jfrom) || cdc__get_varint(&v, end, &t->jkeys) ||
+        cdc__get_varint(&v, end, &t->jreads))
+        return CDC_ECORRUPT;
+    t->jhas = 1;
+    return 0;
 }
 
 /* ---- Stamps and lines ---- */
@@ -166,7 +268,15 @@ void cdc__changes_commit(cdc_store_t *st, rocksdb_writebatch_t *wb, uint64_t sta
         t->all_pending = 0;
         t->tracked_reads = t->stats[CDC__ST_READ];
         put_table(st, wb, t, &k, &v);
+        if (!t->jhas) t->jfrom = 0; /* a table new in this session: its every change is journaled */
+        t->jhas = t->jok = 1;
+        t->jkeys += t->jpending;
+        uint64_t live = t->stats[CDC__ST_LIVE], cap = live > journal_min_cap() ? live : journal_min_cap();
+        if (t->jkeys > cap) journal_reset(st, wb, t, stamp);
+        t->jreads = t->stats[CDC__ST_READ];
+        journal_state(st, wb, t, &k, &v);
     }
+    for (size_t i = 0; i < st->ntables; i++) st->tables[i]->jpending = 0;
     cdc__buf_free(&k);
     cdc__buf_free(&v);
 }
@@ -211,6 +321,7 @@ int cdc__changes_open(cdc_store_t *st, cdc_error_t *err)
     for (size_t i = 0; i < st->ntables; i++) {
         cdc__table *t = st->tables[i];
         t->track_ok = t->has_track && t->tracked_reads == t->stats[CDC__ST_READ];
+        t->jok = t->jhas && t->jreads == t->stats[CDC__ST_READ];
     }
     if (st->read_only) return 0;
     uint64_t line = 0;
@@ -228,7 +339,14 @@ int cdc__changes_open(cdc_store_t *st, cdc_error_t *err)
     cdc__buf k = {0}, v = {0};
     for (size_t i = 0; i < st->ntables; i++) {
         cdc__table *t = st->tables[i];
-        if (!t->name[0] || t->track_ok) continue;
+        if (!t->name[0]) continue;
+        if (!t->jok) {
+            journal_reset(st, wb, t, stamp);
+            t->jreads = t->stats[CDC__ST_READ];
+            t->jhas = t->jok = 1;
+            journal_state(st, wb, t, &k, &v);
+        }
+        if (t->track_ok) continue;
         t->all_stamp = stamp;
         t->tracked_reads = t->stats[CDC__ST_READ];
         t->has_track = t->track_ok = 1;
@@ -333,5 +451,59 @@ int cdc_store_changed_since(cdc_store_t *st, const char *table, const cdc_change
     cdc__buf_free(&lo);
     cdc__buf_free(&hi);
     cdc__buf_free(&up);
+    return rc;
+}
+
+int cdc_store_changed_keys(cdc_store_t *st, const char *table, const cdc_change_point_t *since, cdc_key_fn fn,
+                           void *opaque, int *all, cdc_error_t *err)
+{
+    if (!st || !table || !since || !all || !fn)
+        return cdc__err(err, CDC_EINVAL, "cdc_store_changed_keys: bad arguments");
+    *all = 1;
+    cdc__table *t = NULL;
+    int rc = cdc__table_get(st, table, 0, &t, err), ok;
+    if (rc) return rc;
+    if ((rc = on_history(st, since, err, &ok))) return rc;
+    if (!ok || !t->track_ok || t->all_stamp > since->stamp || !t->jok || t->jfrom > since->stamp) return 0;
+    *all = 0;
+    cdc__buf lo = {0}, hi = {0};
+    journal_prefix(&lo, t->name);
+    size_t plen = lo.len;
+    journal_prefix(&hi, t->name);
+    hi.p[hi.len - 1] = 1; /* "J\0<table>\1": past every record of the table */
+    cdc__buf_put_u64be(&lo, since->stamp + 1);
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_iterate_upper_bound(ro, hi.p, hi.len);
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(st->db, ro, st->meta_cf);
+    for (rocksdb_iter_seek(it, lo.p, lo.len); !rc && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kl, vl;
+        const char *k = rocksdb_iter_key(it, &kl), *v = rocksdb_iter_value(it, &vl), *end = v + vl;
+        if (kl != plen + 12 || memcmp(k, lo.p, plen)) {
+            rc = cdc__err(err, CDC_ECORRUPT, "%s: a journal record of table %s is misnamed", st->dir, table);
+            break;
+        }
+        while (!rc && v < end) {
+            uint64_t n;
+            if (cdc__get_varint(&v, end, &n) || n > (uint64_t)(end - v)) {
+                rc = cdc__err(err, CDC_ECORRUPT, "%s: a journal record of table %s does not decode", st->dir,
+                              table);
+                break;
+            }
+            rc = fn(opaque, v, (size_t)n);
+            v += n;
+        }
+    }
+    if (!rc) {
+        char *e = NULL;
+        rocksdb_iter_get_error(it, &e);
+        if (e) {
+            rc = cdc__err(err, CDC_EIO, "%s: read failed: %s", st->dir, e);
+            free(e);
+        }
+    }
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+    cdc__buf_free(&lo);
+    cdc__buf_free(&hi);
     return rc;
 }

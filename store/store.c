@@ -19,7 +19,7 @@
  * "P\0<topic>\0<partition u32be>" position (varint offset + 1);
  * "M\0<topic>\0<partition u32be><offset u64be>" epoch mark (varint epoch);
  * "D\0<table>\0<column>" NUMERIC scale (varint); "C", "E", "N" and "R": which
- * key ranges changed when (store/changes.c).
+ * key ranges changed when, "J" and "K": which keys (store/changes.c).
  *
  * ---- Tables as key prefixes, and why ----
  *
@@ -845,6 +845,13 @@ static int load_meta(cdc_store_t *st, cdc_error_t *err)
             k = rocksdb_iter_key(it, &kl);
             v = rocksdb_iter_value(it, &vl);
         }
+        if (kl >= 2 && k[0] == 'J' && k[1] == 0) {
+            /* the key journal (store/changes.c), read only when asked: past it */
+            rocksdb_iter_seek(it, "J\1", 2);
+            if (!rocksdb_iter_valid(it)) break;
+            k = rocksdb_iter_key(it, &kl);
+            v = rocksdb_iter_value(it, &vl);
+        }
         if (kl == 1 && k[0] == 'F') {
             if (vl != 1 || v[0] != META_FORMAT[0]) {
                 rc = cdc__err(err, CDC_ECORRUPT, "%s: replica format %.*s is not supported (this is %s)",
@@ -860,13 +867,19 @@ static int load_meta(cdc_store_t *st, cdc_error_t *err)
                 rc = cdc__err(err, CDC_ECORRUPT, "%s: the change stamp does not decode", st->dir);
                 break;
             }
-        } else if (k[0] == 'T' || k[0] == 'S' || k[0] == 'E') {
+        } else if (k[0] == 'T' || k[0] == 'S' || k[0] == 'E' || k[0] == 'K') {
             char *name = cdc__strndup(k + 2, kl - 2);
             cdc__table *t = table_find(st, name);
             if (!t) t = table_new(st, name);
             free(name);
             name = t->name;
-            if (k[0] == 'E') {
+            if (k[0] == 'K') {
+                if (cdc__journal_load_table(t, v, vl)) {
+                    rc = cdc__err(err, CDC_ECORRUPT, "%s: the key journal of table %s does not decode", st->dir,
+                                  name);
+                    break;
+                }
+            } else if (k[0] == 'E') {
                 if (cdc__changes_load_table(t, v, vl)) {
                     rc = cdc__err(err, CDC_ECORRUPT, "%s: change tracking of table %s does not decode", st->dir,
                                   name);

@@ -85,6 +85,13 @@ typedef struct cdc__table {
     int has_track;                       /* its "E" record was found */
     int track_ok;                        /* every applied change of it was tracked */
     int all_pending;                     /* this batch changed values without key writes */
+    /* The key journal (store/changes.c): */
+    uint64_t jfrom;                      /* every change stamped after it is in the journal */
+    uint64_t jkeys;                      /* keys the journal holds */
+    uint64_t jreads;                     /* stats[READ] after the last journaled batch */
+    uint64_t jpending;                   /* keys this batch journaled */
+    int jhas;                            /* its "K" record was found, or it is new */
+    int jok;                             /* every change since jfrom was journaled */
 } cdc__table;
 
 /* ---- A table's rows in its family ----
@@ -302,6 +309,13 @@ int cdc__changes_load_store(cdc_store_t *st, const char *v, size_t vl);
 /* After load_meta: which tables were tracked throughout; and, for a
  * writable open, a new line of history, written now.  CDC_EIO. */
 int cdc__changes_open(cdc_store_t *st, cdc_error_t *err);
+/* The key journal: keys[0..len) (varint length, key bytes, nkeys times),
+ * the encoded keys of table t that the batch of stamp stamp wrote, as its
+ * seq-th journal record. */
+void cdc__journal_put(cdc_store_t *st, rocksdb_writebatch_t *wb, cdc__table *t, uint64_t stamp, uint32_t seq,
+                      const char *keys, size_t len, size_t nkeys);
+/* load_meta's part: a table's "K" record.  CDC_ECORRUPT. */
+int cdc__journal_load_table(cdc__table *t, const char *v, size_t vl);
 
 /* The effective state of a stored value under the table's floor. */
 static inline void cdc__apply_floor(const cdc__table *t, cdc__value *v)

@@ -803,6 +803,145 @@ Test(changes, buckets_of_written_keys_since_a_point)
     free(dir);
 }
 
+/* ---- The key journal ---- */
+
+typedef struct keys_seen {
+    long long id[64];
+    int n;
+} keys_seen;
+
+static int take_key(void *opaque, const char *k, size_t kl)
+{
+    keys_seen *s = opaque;
+    cr_assert_eq(kl, 9, "an integer key is 9 bytes");
+    uint64_t u = 0;
+    for (int i = 1; i < 9; i++) u = u << 8 | (unsigned char)k[i];
+    long long id = (long long)(u ^ (1ULL << 63));
+    for (int i = 0; i < s->n; i++)
+        if (s->id[i] == id) return 0;
+    cr_assert_lt(s->n, 64);
+    s->id[s->n++] = id;
+    return 0;
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return (x > y) - (x < y);
+}
+
+/* The distinct keys since p, sorted, as "1,5,..." ("all" when not known). */
+static const char *changed_keys(cdc_store_t *st, const cdc_change_point_t *p)
+{
+    static char out[1024];
+    keys_seen s = {0};
+    int all = -1;
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_changed_keys(st, "public.orders", p, take_key, &s, &all, &e), 0, "%s", e.msg);
+    if (all) return "all";
+    qsort(s.id, (size_t)s.n, sizeof s.id[0], cmp_ll);
+    size_t o = 0;
+    out[0] = 0;
+    for (int i = 0; i < s.n; i++) o += (size_t)snprintf(out + o, sizeof out - o, "%s%lld", i ? "," : "", s.id[i]);
+    return out;
+}
+
+static void order_event(recs *rs, int off, const char *op, int id, unsigned long long lsn)
+{
+    char key[64], row[128];
+    snprintf(key, sizeof key, "{\"order_id\":%d}", id);
+    snprintf(row, sizeof row, "{\"order_id\":%d,\"v\":\"%s%llu\"}", id, op, lsn);
+    recs_add(rs, T, 0, off, strdup(key),
+             env_t("public.orders", op, op[0] == 'd' ? key : NULL, op[0] == 'd' ? NULL : row, lsn, "false"));
+}
+
+/* Every key a batch writes is in the journal under the batch's stamp:
+ * updates, deletes, creates; a stale event writes nothing and is not
+ * there; the answer survives a reopen, and is "all" for a point of no
+ * line of this replica or before the journal's start. */
+Test(changes, journal_lists_the_keys_written_since_a_point)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    recs rs = {0};
+    for (int k = 1; k <= 5; k++) order_event(&rs, k, "c", k, 100 + (unsigned long long)k);
+    tu_apply(st, rs.r, rs.n);
+    cdc_change_point_t p0, p1, p2;
+    cr_assert_eq(cdc_store_change_point(st, &p0, NULL), 0);
+    cr_assert_str_eq(changed_keys(st, &p0), "");
+    size_t at = rs.n;
+    order_event(&rs, 10, "u", 3, 200);
+    order_event(&rs, 11, "d", 5, 201);
+    order_event(&rs, 12, "u", 2, 50); /* older than the stored 102: stale */
+    order_event(&rs, 13, "c", 100000, 202);
+    tu_apply(st, rs.r + at, rs.n - at);
+    cr_assert_str_eq(changed_keys(st, &p0), "3,5,100000");
+    cr_assert_eq(cdc_store_change_point(st, &p1, NULL), 0);
+    cr_assert_str_eq(changed_keys(st, &p1), "");
+    at = rs.n;
+    order_event(&rs, 14, "u", 3, 300);
+    order_event(&rs, 15, "u", 4, 301);
+    tu_apply(st, rs.r + at, rs.n - at);
+    cr_assert_str_eq(changed_keys(st, &p1), "3,4");
+    cr_assert_str_eq(changed_keys(st, &p0), "3,4,5,100000");
+    cdc_store_close(st);
+    st = tu_open(dir);
+    cr_assert_str_eq(changed_keys(st, &p0), "3,4,5,100000", "the journal survives a reopen");
+    cr_assert_str_eq(changed_keys(st, &p1), "3,4");
+    cdc_change_point_t other = {p1.history ^ 1, p1.stamp};
+    cr_assert_str_eq(changed_keys(st, &other), "all");
+    /* a read-only open answers too */
+    cdc_store_close(st);
+    cdc_open_options_t ro = {.read_only = 1};
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_open(dir, &ro, &st, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(changed_keys(st, &p1), "3,4");
+    cdc_store_close(st);
+    st = tu_open(dir);
+    cr_assert_eq(cdc_store_change_point(st, &p2, NULL), 0);
+    cr_assert_str_eq(changed_keys(st, &p2), "");
+    recs_free(&rs);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/* A journal holding more keys than max(its minimum, the table's live rows)
+ * is reset: a point before the reset is answered "all", a later one
+ * exactly. */
+Test(changes, journal_past_its_cap_starts_again)
+{
+    setenv("CDC_JOURNAL_MIN_CAP", "4", 1);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    recs rs = {0};
+    for (int k = 1; k <= 3; k++) order_event(&rs, k, "c", k, 100 + (unsigned long long)k);
+    tu_apply(st, rs.r, rs.n);
+    cdc_change_point_t p0, p1;
+    cr_assert_eq(cdc_store_change_point(st, &p0, NULL), 0);
+    size_t at = rs.n;
+    order_event(&rs, 10, "u", 1, 200);
+    tu_apply(st, rs.r + at, rs.n - at);
+    cr_assert_str_eq(changed_keys(st, &p0), "1", "4 keys journaled, at the cap");
+    at = rs.n;
+    order_event(&rs, 11, "u", 2, 201);
+    tu_apply(st, rs.r + at, rs.n - at);
+    cr_assert_str_eq(changed_keys(st, &p0), "all", "5 keys: the journal started again");
+    cr_assert_eq(cdc_store_change_point(st, &p1, NULL), 0);
+    at = rs.n;
+    order_event(&rs, 12, "u", 3, 202);
+    tu_apply(st, rs.r + at, rs.n - at);
+    cr_assert_str_eq(changed_keys(st, &p1), "3");
+    cdc_store_close(st);
+    st = tu_open(dir);
+    cr_assert_str_eq(changed_keys(st, &p0), "all");
+    cr_assert_str_eq(changed_keys(st, &p1), "3");
+    recs_free(&rs);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
+
 /* Text keys: a bucket is the tag and the first two bytes. */
 Test(changes, text_keys_by_their_first_two_bytes)
 {
