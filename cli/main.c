@@ -392,6 +392,7 @@ static const char *export_usage =
     "usage: cdcstore export --db DIR --table SCHEMA.TABLE [--format csv|ndjson|parquet|delta]\n"
     "                       [--meta] [--where-key-range LOW:HIGH] [--output PATH] [--no-header]\n"
     "                       [--compression zstd|snappy|none] [--row-group-rows N] [--file-rows N]\n"
+    "                       [--deletion-vectors]\n"
     "Writes the table's non-deleted rows in primary-key order.  CSV loads back with\n"
     "COPY t FROM 'file' (FORMAT csv, HEADER).  --meta adds __lsn and __deleted and\n"
     "includes deleted rows.  LOW and HIGH are keys as JSON ([10] or {\"id\":10});\n"
@@ -409,6 +410,12 @@ static const char *export_usage =
     "  only the files of the key ranges whose rows changed (one file per range of\n"
     "  --file-rows rows, default 250000).  Readers keep the previous version\n"
     "  until the commit, and older versions stay readable.\n"
+    "  --deletion-vectors: refreshes mark the old rows of changed keys deleted\n"
+    "  (Delta deletion vectors) and write the changed rows to a new file, instead\n"
+    "  of rewriting every file that holds one: after changes at random keys a\n"
+    "  refresh writes what changed, not the table.  Readers need the Delta\n"
+    "  feature deletionVectors (Spark, DuckDB, Trino, deltalake's QueryBuilder;\n"
+    "  not deltalake's to_pyarrow_table); the table keeps it.\n"
     "Without --table, every table is exported into the directory --output, as\n"
     "TABLE.csv, TABLE.ndjson, TABLE.parquet or a Delta table TABLE/ ('/' in a name\n"
     "written %2F, '%' written %25).\n";
@@ -451,6 +458,19 @@ static int export_one(cdc_store_t *st, const char *table, cdc_export_options_t *
                                (unsigned long long)r.files_added, cli_plural(r.files_added, "file", "files"),
                                r.bytes_written / 1e6, (unsigned long long)r.files_removed,
                                cli_plural(r.files_removed, "file", "files"), now() - t0);
+        else if (!rc && r.deletion_vectors)
+            cli_printf_escaped(
+                stdout,
+                "%s: Delta table %s version %lld: %llu %s; %llu %s changed (the replica's key journal): %llu "
+                "old %s marked deleted in %llu %s (deletion vectors), %llu %s written to %llu %s (%.1f MB), %llu "
+                "%s unchanged (%.1f s)",
+                table, output, (long long)r.version, (unsigned long long)r.rows, cli_plural(r.rows, "row", "rows"),
+                (unsigned long long)r.keys_changed, cli_plural(r.keys_changed, "key", "keys"),
+                (unsigned long long)r.rows_marked, cli_plural(r.rows_marked, "row", "rows"),
+                (unsigned long long)r.files_marked, cli_plural(r.files_marked, "file", "files"),
+                (unsigned long long)r.rows_written, cli_plural(r.rows_written, "row", "rows"),
+                (unsigned long long)r.files_added, cli_plural(r.files_added, "file", "files"), r.bytes_written / 1e6,
+                (unsigned long long)r.files_kept, cli_plural(r.files_kept, "file", "files"), now() - t0);
         else if (!rc)
             cli_printf_escaped(
                 stdout,
@@ -556,6 +576,7 @@ static int cmd_export(int argc, char **argv)
                                  {"output", 1, 0, 'o'},      {"where-key-range", 1, 0, 'r'},
                                  {"no-header", 0, 0, 'H'},   {"compression", 1, 0, 'c'},
                                  {"row-group-rows", 1, 0, 'g'}, {"file-rows", 1, 0, 'F'},
+                                 {"deletion-vectors", 0, 0, 'V'},
                                  {"help", 0, 0, 'h'},        {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "d:t:f:mo:r:Hh", lo, NULL)) != -1) {
@@ -589,6 +610,7 @@ static int cmd_export(int argc, char **argv)
             if (!(eo.file_rows = export_count("--file-rows", optarg))) return EXIT_USAGE;
             break;
         case 'm': eo.meta = 1; break;
+        case 'V': eo.deletion_vectors = 1; break;
         case 'o': output = strcmp(optarg, "-") ? optarg : NULL; break; /* -: standard output, as apply reads - */
         case 'H': eo.header = 0; break;
         case 'r':

@@ -327,6 +327,10 @@ CDC_API int cdc_iter_next(cdc_iter_t *it, cdc_row_t *row, cdc_error_t *err);
  * text (row->key_json's), valid until the next call on it; NULL when there
  * is no such row or its stored key does not decode. */
 CDC_API const char *cdc_iter_key_json(cdc_iter_t *it);
+/* Moves the iterator so that the next cdc_iter_next() returns the first row
+ * (of its view and bounds) whose encoded key (cdc_row_t.key) is at or past
+ * key; forward or back, on the same snapshot. */
+CDC_API void cdc_iter_seek(cdc_iter_t *it, const char *key, size_t key_len);
 CDC_API void cdc_iter_close(cdc_iter_t *it);
 
 /* The column names of table in source order: the columns the newest applied
@@ -471,6 +475,15 @@ typedef struct cdc_export_options {
      * the unit a refresh rewrites: after 1% of a table changed in one key
      * range a refresh rewrites a file or two (query/delta.c). */
     uint64_t file_rows;
+    /* Delta: 1 refreshes the table by deletion vectors: the rows of changed
+     * keys are marked deleted in their files and written to a file of
+     * changed rows, rather than their files rewritten (query/delta.c,
+     * "Deletion vectors"): after 1% of the rows changed at random keys, a
+     * refresh writes that 1%, not the table.  The table then needs readers
+     * of the "deletionVectors" feature (Spark, deltalake's QueryBuilder,
+     * DuckDB, Trino; not deltalake's to_pyarrow_table), and keeps it: later
+     * exports into it use vectors without being asked. */
+    int deletion_vectors;
 } cdc_export_options_t;
 
 /* Writes the view of table in key order to file descriptor fd: CSV that
@@ -500,6 +513,10 @@ typedef struct cdc_delta_result {
                               * (cdc_store_changed_since), unchanged ones were not read; 0: a
                               * scan read and hashed every row (or everything was written) */
     uint64_t rows_read;      /* rows read from the replica: those written, and the scan's */
+    int deletion_vectors;    /* 1: this version was a refresh by deletion vectors: */
+    uint64_t keys_changed;   /* ... the keys changed since the previous version (key journal), */
+    uint64_t rows_marked;    /* ... the old rows it marked deleted, */
+    uint64_t files_marked;   /* ... in this many files (added again with their new vectors) */
 } cdc_delta_result_t;
 
 /* Exports the view of table as a Delta Lake table in directory dir (made

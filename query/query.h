@@ -287,4 +287,31 @@ void cdc__pgrows_free(cdc__pgrows *r);
 /* Closes the connection and frees c; accepts NULL. */
 void cdc__pg_close(cdc__pg *c);
 
+/* ---- Keys of a Delta data file (keyidx.c) ---- */
+
+/* Written in row order, then to a file. */
+typedef struct cdc__keyidx_w {
+    cdc__buf b, prev, restarts;
+    uint64_t n;
+} cdc__keyidx_w;
+void cdc__keyidx_add(cdc__keyidx_w *w, const char *key, size_t len);
+/* Writes and fsyncs path.  0, or an error in err. */
+int cdc__keyidx_write(cdc__keyidx_w *w, const char *path, cdc_error_t *err);
+void cdc__keyidx_w_free(cdc__keyidx_w *w);
+
+/* A file read back whole. */
+typedef struct cdc__keyidx {
+    cdc__buf b;
+    const char *restarts;
+    uint32_t nr;
+    uint64_t n;   /* keys */
+    size_t end;   /* where the entries end */
+} cdc__keyidx;
+/* 0, or an error in err (CDC_ECORRUPT for a file it did not write). */
+int cdc__keyidx_load(const char *path, cdc__keyidx *x, cdc_error_t *err);
+/* The row index of key, -1 when it is not there, -2 when the file is
+ * damaged.  cur: the caller's scratch buffer. */
+int64_t cdc__keyidx_find(const cdc__keyidx *x, const char *key, size_t len, cdc__buf *cur);
+void cdc__keyidx_free(cdc__keyidx *x);
+
 #endif

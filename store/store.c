@@ -1853,6 +1853,21 @@ int cdc_iter_next(cdc_iter_t *it, cdc_row_t *row, cdc_error_t *err)
     }
 }
 
+void cdc_iter_seek(cdc_iter_t *it, const char *key, size_t key_len)
+{
+    if (!it || !it->opened) return;
+    cdc__buf k = {0};
+    /* below the lower bound: at it (RocksDB's bound would hold anyway) */
+    size_t m = key_len < it->lower.len ? key_len : it->lower.len;
+    int c = it->lower.len ? (m ? memcmp(key, it->lower.p, m) : 0) : 1;
+    if (c < 0 || (c == 0 && key_len < it->lower.len)) cdc__table_key(it->t, it->lower.p, it->lower.len, &k);
+    else cdc__table_key(it->t, key, key_len, &k);
+    rocksdb_iter_seek(it->scan.it, k.p, k.len);
+    cdc__buf_free(&k);
+    it->started = 0; /* the next cdc_iter_next reads where the seek landed */
+    it->cur_key = NULL;
+}
+
 const char *cdc_iter_key_json(cdc_iter_t *it)
 {
     if (!it || !it->cur_key) return NULL;

@@ -1,0 +1,172 @@
+/*
+ * keyidx.c: the keys of one Delta data file, in its row order, kept beside
+ * it so that a refresh finds the row index of a changed key without reading
+ * the Parquet file (query/delta.c, "Deletion vectors").
+ *
+ * A deletion vector names rows of a data file by their index in it.  The
+ * refresh knows the changed keys (the replica's key journal) and must know
+ * where each one's old row is: a Parquet reader for the key column would
+ * decode pages to find it; this file answers with a binary search.
+ *
+ * Format (all integers little-endian):
+ *   "CDCKEYS1"
+ *   per key, in row order: varint shared, varint rest, rest bytes: the key
+ *     is the first `shared` bytes of the previous key followed by the rest;
+ *     every 16th key (a restart) has shared 0
+ *   per restart: u32 offset of its entry from the start of the file
+ *   u64 number of keys, u32 number of restarts, "CDCKEYS1"
+ * Dense integer keys (9 bytes encoded) take about 4 bytes each.  The file
+ * is read whole; a lookup is a binary search over the restarts (whose keys
+ * are whole) and a walk of at most 16 entries.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "query.h"
+
+#define MAGIC "CDCKEYS1"
+#define RESTART 16
+
+void cdc__keyidx_add(cdc__keyidx_w *w, const char *key, size_t len)
+{
+    if (!w->b.len) cdc__buf_put(&w->b, MAGIC, 8);
+    size_t shared = 0;
+    if (w->n % RESTART == 0) {
+        uint32_t off = (uint32_t)w->b.len;
+        cdc__buf_put(&w->restarts, (const char *)&off, 4); /* little-endian hosts only (x86-64, arm64) */
+    } else {
+        size_t m = len < w->prev.len ? len : w->prev.len;
+        while (shared < m && w->prev.p[shared] == key[shared]) shared++;
+    }
+    cdc__buf_put_varint(&w->b, shared);
+    cdc__buf_put_varint(&w->b, len - shared);
+    cdc__buf_put(&w->b, key + shared, len - shared);
+    cdc__buf_reset(&w->prev);
+    cdc__buf_put(&w->prev, key, len);
+    w->n++;
+}
+
+int cdc__keyidx_write(cdc__keyidx_w *w, const char *path, cdc_error_t *err)
+{
+    if (!w->b.len) cdc__buf_put(&w->b, MAGIC, 8);
+    if (w->b.len > UINT32_MAX)
+        return cdc__err(err, CDC_EINVAL, "%s: the keys of one data file take more than 4 GiB", path);
+    uint32_t nr = (uint32_t)(w->restarts.len / 4);
+    uint64_t n = w->n;
+    cdc__buf_put(&w->b, w->restarts.p, w->restarts.len);
+    cdc__buf_put(&w->b, (const char *)&n, 8);
+    cdc__buf_put(&w->b, (const char *)&nr, 4);
+    cdc__buf_put(&w->b, MAGIC, 8);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return cdc__err(err, -errno, "%s: %s", path, strerror(errno));
+    int rc = cdc__write_all(fd, w->b.p, w->b.len, -1);
+    if (!rc && fsync(fd)) rc = -errno;
+    close(fd);
+    if (rc) {
+        unlink(path);
+        return cdc__err(err, rc, "%s: %s", path, strerror(-rc));
+    }
+    return 0;
+}
+
+void cdc__keyidx_w_free(cdc__keyidx_w *w)
+{
+    cdc__buf_free(&w->b);
+    cdc__buf_free(&w->prev);
+    cdc__buf_free(&w->restarts);
+    memset(w, 0, sizeof *w);
+}
+
+int cdc__keyidx_load(const char *path, cdc__keyidx *x, cdc_error_t *err)
+{
+    memset(x, 0, sizeof *x);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return cdc__err(err, -errno, "%s: %s", path, strerror(errno));
+    int rc = 0;
+    for (;;) {
+        cdc__buf_reserve(&x->b, 1 << 20);
+        ssize_t r = read(fd, x->b.p + x->b.len, x->b.cap - x->b.len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) rc = cdc__err(err, -errno, "%s: %s", path, strerror(errno));
+        if (r <= 0) break;
+        x->b.len += (size_t)r;
+    }
+    close(fd);
+    if (rc) return rc;
+    const char *p = x->b.p;
+    size_t len = x->b.len;
+    uint32_t nr;
+    if (len < 28 || memcmp(p, MAGIC, 8) || memcmp(p + len - 8, MAGIC, 8)) goto bad;
+    memcpy(&nr, p + len - 12, 4);
+    memcpy(&x->n, p + len - 20, 8);
+    if ((uint64_t)nr * 4 > len - 28 || (x->n + RESTART - 1) / RESTART != nr) goto bad;
+    x->restarts = p + len - 20 - (size_t)nr * 4;
+    x->nr = nr;
+    x->end = (size_t)(x->restarts - p);
+    for (uint32_t i = 0; i < nr; i++) {
+        uint32_t o;
+        memcpy(&o, x->restarts + 4 * (size_t)i, 4);
+        if (o < 8 || o >= x->end) goto bad;
+    }
+    return 0;
+bad:
+    cdc__buf_free(&x->b);
+    return cdc__err(err, CDC_ECORRUPT, "%s: not a key index cdcstore wrote, or damaged", path);
+}
+
+/* The entry at *p: its shared length and rest.  0 ok, -1 damaged. */
+static int entry(const cdc__keyidx *x, const char **p, uint64_t *shared, const char **rest, uint64_t *rl)
+{
+    const char *end = x->b.p + x->end;
+    if (cdc__get_varint(p, end, shared) || cdc__get_varint(p, end, rl) || *rl > (uint64_t)(end - *p)) return -1;
+    *rest = *p;
+    *p += *rl;
+    return 0;
+}
+
+static int cmp(const char *a, size_t al, const char *b, size_t bl)
+{
+    size_t m = al < bl ? al : bl;
+    int c = m ? memcmp(a, b, m) : 0;
+    return c ? c : (al > bl) - (al < bl);
+}
+
+int64_t cdc__keyidx_find(const cdc__keyidx *x, const char *key, size_t len, cdc__buf *cur)
+{
+    if (!x->nr) return -1;
+    /* the last restart whose key is <= key */
+    uint32_t lo = 0, hi = x->nr;
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2, o;
+        memcpy(&o, x->restarts + 4 * (size_t)mid, 4);
+        const char *p = x->b.p + o, *rest;
+        uint64_t sh, rl;
+        if (entry(x, &p, &sh, &rest, &rl)) return -2;
+        if (cmp(rest, (size_t)rl, key, len) <= 0) lo = mid;
+        else hi = mid;
+    }
+    uint32_t o;
+    memcpy(&o, x->restarts + 4 * (size_t)lo, 4);
+    const char *p = x->b.p + o;
+    cdc__buf_reset(cur);
+    for (uint64_t i = (uint64_t)lo * RESTART; i < x->n && i < (uint64_t)(lo + 1) * RESTART; i++) {
+        const char *rest;
+        uint64_t sh, rl;
+        if (entry(x, &p, &sh, &rest, &rl) || sh > cur->len) return -2;
+        cur->len = (size_t)sh;
+        cdc__buf_put(cur, rest, (size_t)rl);
+        int c = cmp(cur->p, cur->len, key, len);
+        if (c == 0) return (int64_t)i;
+        if (c > 0) return -1;
+    }
+    return -1;
+}
+
+void cdc__keyidx_free(cdc__keyidx *x)
+{
+    cdc__buf_free(&x->b);
+    memset(x, 0, sizeof *x);
+}
