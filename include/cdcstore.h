@@ -327,10 +327,6 @@ CDC_API int cdc_iter_next(cdc_iter_t *it, cdc_row_t *row, cdc_error_t *err);
  * text (row->key_json's), valid until the next call on it; NULL when there
  * is no such row or its stored key does not decode. */
 CDC_API const char *cdc_iter_key_json(cdc_iter_t *it);
-/* Moves the iterator so that the next cdc_iter_next() returns the first row
- * (of its view and bounds) whose encoded key (cdc_row_t.key) is at or past
- * key; forward or back, on the same snapshot. */
-CDC_API void cdc_iter_seek(cdc_iter_t *it, const char *key, size_t key_len);
 CDC_API void cdc_iter_close(cdc_iter_t *it);
 
 /* The column names of table in source order: the columns the newest applied
@@ -390,6 +386,19 @@ CDC_API void cdc_strings_free(char **names, size_t n);
  * Errors: CDC_ENOTFOUND, CDC_EINVAL for a key that does not parse. */
 CDC_API int cdc_store_get(cdc_store_t *st, const char *table, const char *key_json,
                           cdc_row_t *row, cdc_error_t *err);
+
+/* Called by cdc_store_get_keys() for the i-th key's row; row and what it
+ * points to are valid during the call.  A nonzero return stops the reads
+ * and is returned. */
+typedef int (*cdc_get_fn)(void *opaque, size_t i, const cdc_row_t *row);
+
+/* Point reads of n encoded keys (cdc_row_t.key) of table, batched: fn is
+ * called, in the order of keys, for each key that has a row (tombstones
+ * too: row->deleted; row->key_json is NULL); keys without one are skipped.
+ * Sorted keys read fastest.  Errors: CDC_ENOTFOUND for an unknown table,
+ * CDC_EIO, CDC_ECORRUPT, or what fn returned. */
+CDC_API int cdc_store_get_keys(cdc_store_t *st, const char *table, const char *const *keys, const size_t *lens,
+                               size_t n, cdc_get_fn fn, void *opaque, cdc_error_t *err);
 
 /* ---- Changed key ranges ---- */
 
@@ -533,8 +542,12 @@ typedef struct cdc_delta_result {
  * reading the previous version until the commit is in place, and older
  * versions stay readable (time travel): no file is deleted.  A change of the columns or
  * their types rewrites every file under the new schema.  When nothing
- * changed, nothing is committed (res->version -1).  Uses opts->file_rows,
- * row_group_rows, compression, progress (opts may be NULL).
+ * changed, nothing is committed (res->version -1).  With
+ * opts->deletion_vectors (or into a table that has them) a refresh marks
+ * the old rows of the changed keys deleted instead and writes only those
+ * keys' rows (res->deletion_vectors).  Uses opts->file_rows,
+ * row_group_rows, compression, deletion_vectors, progress (opts may be
+ * NULL).
  * Errors: CDC_ENOTFOUND for an unknown table, CDC_EINVAL when dir holds a
  * table another writer changed (commits cdcstore did not write) or a
  * concurrent export committed the same version, -errno on a file error. */

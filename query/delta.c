@@ -1014,11 +1014,16 @@ static int live_row(const char *dir, dfile *f, const char *k, size_t kl, uint64_
         if ((rc = cdc__keyidx_load(kp, &f->keys, err))) return rc;
         f->keys_loaded = 1;
         if (f->keys.n != f->rows)
-            return cdc__err(err, CDC_ECORRUPT, "%s: %llu keys for a file of %llu rows", kp,
-                            (unsigned long long)f->keys.n, (unsigned long long)f->rows);
+            return cdc__err(err, CDC_ECORRUPT,
+                            "%s: %llu keys for a file of %llu rows (remove it: the next export writes the table "
+                            "anew)",
+                            kp, (unsigned long long)f->keys.n, (unsigned long long)f->rows);
     }
     int64_t i = cdc__keyidx_find(&f->keys, k, kl, scratch);
-    if (i == -2) return cdc__err(err, CDC_ECORRUPT, "%s/_cdcstore/%s.keys: damaged", dir, f->path);
+    if (i == -2)
+        return cdc__err(err, CDC_ECORRUPT,
+                        "%s/_cdcstore/%s.keys: damaged (remove it: the next export writes the table anew)", dir,
+                        f->path);
     if (i < 0) return 1;
     if (!f->del_loaded) {
         if (f->has_dv && (rc = cdc__dv_read(dir, &f->dv, f->rows, &f->del, &f->ndel, err))) return rc;
@@ -1040,56 +1045,65 @@ static void mark_row(dfile *f, uint64_t row)
 }
 
 /* Writes the rows the replica holds now for the keys ks (sorted) to new
- * files of changed rows. */
+ * files of changed rows: point reads (cdc_store_get_keys: a key's bloom
+ * filters spare the levels that do not hold it, where a seek reads a block
+ * of each), in key order. */
+typedef struct patch_ctx {
+    writer *w;
+    cdc__buf last, scratch;
+    uint64_t in_file;
+    cdc_error_t *err;
+} patch_ctx;
+
+static int patch_row(void *opaque, size_t i, const cdc_row_t *row)
+{
+    patch_ctx *p = opaque;
+    writer *w = p->w;
+    int rc;
+    if (row->deleted) return 0;
+    if (w->pq && p->in_file >= w->file_rows) {
+        cdc__buf_putc(&p->last, 0); /* the least key past the last one */
+        if ((rc = file_close(w, p->last.p, p->last.len, p->err))) return rc;
+        p->in_file = 0;
+    }
+    if (!w->pq && (rc = file_open(w, row->key, row->key_len, p->err))) return rc;
+    if ((rc = cdc__pq_row(w->pq, row->values, row->lens, &w->out, w->off, p->err))) {
+        char msg[sizeof p->err->msg];
+        snprintf(msg, sizeof msg, "%s", p->err->msg);
+        cdc__buf kj = {0};
+        int bad = cdc__key_json_array(row->key, row->key_len, &kj);
+        rc = cdc__err(p->err, rc, "export of %s: key %s: %s", w->table, bad ? "(does not decode)" : kj.p, msg);
+        cdc__buf_free(&kj);
+        return rc;
+    }
+    w->cur->hash += cdc__row_hash(row->values, row->lens, NULL, row->ncols, CDC_HASH_LOOKUP3, &p->scratch);
+    cdc__keyidx_add(&w->kw, row->key, row->key_len);
+    cdc__buf_reset(&p->last);
+    cdc__buf_put(&p->last, row->key, row->key_len);
+    p->in_file++;
+    w->rows_done++;
+    if (w->out.len >= (1u << 20)) return file_flush(w, p->err);
+    (void)i;
+    return 0;
+}
+
 static int write_keys(writer *w, const keyset *ks, cdc_error_t *err)
 {
-    cdc_iter_t *it;
-    cdc_iter_options_t io = {.no_key_json = 1};
-    int rc = cdc_iter_open(w->st, w->table, &io, &it, err);
-    if (rc) return rc;
-    cdc__buf last = {0}, scratch = {0};
-    uint64_t in_file = 0;
-    cdc_row_t row;
-    for (size_t i = 0; i < ks->n && !rc; i++) {
-        const char *k = ks->arena.p + ks->off[i];
-        size_t kl = ks->len[i];
-        cdc_iter_seek(it, k, kl);
-        rc = cdc_iter_next(it, &row, err);
-        if (rc <= 0) continue; /* 0: past the last row; <0: the loop ends */
-        rc = 0;
-        if (key_cmp(row.key, row.key_len, k, kl)) continue; /* deleted */
-        if (w->pq && in_file >= w->file_rows) {
-            cdc__buf_putc(&last, 0); /* the least key past the last one */
-            if ((rc = file_close(w, last.p, last.len, err))) break;
-            in_file = 0;
-        }
-        if (!w->pq && (rc = file_open(w, k, kl, err))) break;
-        if ((rc = cdc__pq_row(w->pq, row.values, row.lens, &w->out, w->off, err))) {
-            char msg[sizeof err->msg];
-            snprintf(msg, sizeof msg, "%s", err->msg);
-            const char *kj = cdc_iter_key_json(it);
-            rc = cdc__err(err, rc, "export of %s: key %s: %s", w->table, kj ? kj : "(does not decode)", msg);
-            break;
-        }
-        w->cur->hash += cdc__row_hash(row.values, row.lens, NULL, row.ncols, CDC_HASH_LOOKUP3, &scratch);
-        cdc__keyidx_add(&w->kw, row.key, row.key_len);
-        cdc__buf_reset(&last);
-        cdc__buf_put(&last, row.key, row.key_len);
-        in_file++;
-        w->rows_done++;
-        if (w->out.len >= (1u << 20) && (rc = file_flush(w, err))) break;
-    }
+    const char **keys = cdc__malloc((ks->n + 1) * sizeof *keys);
+    for (size_t i = 0; i < ks->n; i++) keys[i] = ks->arena.p + ks->off[i];
+    patch_ctx p = {.w = w, .err = err};
+    int rc = cdc_store_get_keys(w->st, w->table, keys, ks->len, ks->n, patch_row, &p, err);
     if (!rc && w->pq) {
-        cdc__buf_putc(&last, 0);
-        rc = file_close(w, last.p, last.len, err);
+        cdc__buf_putc(&p.last, 0);
+        rc = file_close(w, p.last.p, p.last.len, err);
     } else if (rc && w->pq) {
         close(w->fd);
         cdc__pq_free(w->pq);
         w->pq = NULL;
     }
-    cdc_iter_close(it);
-    cdc__buf_free(&last);
-    cdc__buf_free(&scratch);
+    free(keys);
+    cdc__buf_free(&p.last);
+    cdc__buf_free(&p.scratch);
     return rc;
 }
 

@@ -1712,6 +1712,63 @@ int cdc_store_get(cdc_store_t *st, const char *table, const char *key_json, cdc_
     return 0;
 }
 
+int cdc_store_get_keys(cdc_store_t *st, const char *table, const char *const *keys, const size_t *lens, size_t n,
+                       cdc_get_fn fn, void *opaque, cdc_error_t *err)
+{
+    cdc__table *t = NULL;
+    int rc = cdc__table_get(st, table, 0, &t, err);
+    if (rc) return rc;
+    if (!t->cf) return cdc__err(err, CDC_ENOTFOUND, "table %s: not in the replica", table);
+    enum { CHUNK = 1024 }; /* one MultiGet: its index and filter lookups are batched */
+    size_t m = n < CHUNK ? n : CHUNK;
+    const rocksdb_column_family_handle_t **cfs = cdc__malloc((m + 1) * sizeof *cfs);
+    const char **sk = cdc__malloc((m + 1) * sizeof *sk);
+    size_t *skl = cdc__malloc((m + 1) * sizeof *skl), *vl = cdc__malloc((m + 1) * sizeof *vl);
+    char **v = cdc__calloc(m + 1, sizeof *v), **e = cdc__calloc(m + 1, sizeof *e);
+    const char **vals = cdc__calloc(t->ncols + 1, sizeof *vals);
+    size_t *vlens = cdc__calloc(t->ncols + 1, sizeof *vlens);
+    cdc__buf kb = {0};
+    for (size_t i = 0; i < m; i++) cfs[i] = t->cf;
+    for (size_t at = 0; at < n && !rc; at += m) {
+        size_t c = n - at < m ? n - at : m;
+        cdc__buf_reset(&kb);
+        size_t *offs = skl; /* offsets first, pointers once kb stops moving */
+        for (size_t i = 0; i < c; i++) {
+            offs[i] = kb.len;
+            cdc__table_key(t, keys[at + i], lens[at + i], &kb);
+        }
+        for (size_t i = 0; i < c; i++) {
+            size_t end = i + 1 < c ? offs[i + 1] : kb.len;
+            sk[i] = kb.p + offs[i];
+            offs[i] = end - offs[i];
+        }
+        rocksdb_multi_get_cf(st->db, st->ro, cfs, c, sk, skl, v, vl, e);
+        for (size_t i = 0; i < c; i++) {
+            if (!rc && e[i]) rc = cdc__err(err, CDC_EIO, "table %s: read failed: %s", table, e[i]);
+            if (!rc && v[i]) {
+                cdc_row_t row;
+                int f = fill_row(t, keys[at + i], lens[at + i], v[i], vl[i], NULL, vals, vlens, &row);
+                if (f > 1 || f < 0)
+                    rc = cdc__err(err, f, "table %s: a stored row does not decode", table);
+                else if (f == 0) rc = fn(opaque, at + i, &row);
+            }
+            free(e[i]);
+            rocksdb_free(v[i]);
+            e[i] = v[i] = NULL;
+        }
+    }
+    free(cfs);
+    free(sk);
+    free(skl);
+    free(vl);
+    free(v);
+    free(e);
+    free(vals);
+    free(vlens);
+    cdc__buf_free(&kb);
+    return rc;
+}
+
 /* ---- A table's rows in its family ---- */
 
 static void put_table_id(cdc__buf *b, uint32_t id)
@@ -1851,21 +1908,6 @@ int cdc_iter_next(cdc_iter_t *it, cdc_row_t *row, cdc_error_t *err)
         it->cur_json = !it->no_key_json;
         return 1;
     }
-}
-
-void cdc_iter_seek(cdc_iter_t *it, const char *key, size_t key_len)
-{
-    if (!it || !it->opened) return;
-    cdc__buf k = {0};
-    /* below the lower bound: at it (RocksDB's bound would hold anyway) */
-    size_t m = key_len < it->lower.len ? key_len : it->lower.len;
-    int c = it->lower.len ? (m ? memcmp(key, it->lower.p, m) : 0) : 1;
-    if (c < 0 || (c == 0 && key_len < it->lower.len)) cdc__table_key(it->t, it->lower.p, it->lower.len, &k);
-    else cdc__table_key(it->t, key, key_len, &k);
-    rocksdb_iter_seek(it->scan.it, k.p, k.len);
-    cdc__buf_free(&k);
-    it->started = 0; /* the next cdc_iter_next reads where the seek landed */
-    it->cur_key = NULL;
 }
 
 const char *cdc_iter_key_json(cdc_iter_t *it)
