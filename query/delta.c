@@ -1538,6 +1538,15 @@ int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir, const 
     }
     if ((rc = commit(dir, w.version, &c, err))) goto fail;
     r.version = w.version;
+    /* The keys of the files this version removed serve no later refresh
+     * (time travel reads the data files only): gone, so that _cdcstore
+     * holds the current files' keys alone. */
+    for (size_t i = 0; dvmode && !r.deletion_vectors && i < l.n; i++) {
+        if (!full && !l.f[i].changed) continue;
+        char kp[4500];
+        keys_path(kp, sizeof kp, dir, l.f[i].path);
+        unlink(kp);
+    }
     goto out;
 fail:
     /* files no commit refers to */
