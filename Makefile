@@ -152,11 +152,14 @@ test-compat: all
 # Parquet files read back by pyarrow and DuckDB (PyPI, in .cache/test-venv;
 # never part of the build).  Delta tables are read by deltalake and Spark in
 # the end-to-end suite (scenario 9b); deletion vectors (query/dv.c) by both
-# here: the codec's vectors in a table written by hand (dv_readers.sh).
+# here: the codec's vectors in a table written by hand (dv_readers.sh), and
+# tables refreshed by `export --deletion-vectors` through random histories,
+# every version against the replica (dv_refresh.sh, about 3 minutes).
 test-export: all
 	@BUILD=$(BUILD) bash tests/export/run_parquet.sh
 	@BUILD=$(BUILD) bash tests/export/export_halves.sh
 	@BUILD=$(BUILD) bash tests/export/dv_readers.sh
+	@BUILD=$(BUILD) bash tests/export/dv_refresh.sh
 
 test-e2e: all
 	@if [ -f tests/e2e/run.sh ]; then bash tests/e2e/run.sh; else echo "end-to-end suite not present"; fi

@@ -408,8 +408,9 @@ static const char *export_usage =
     "delta: a Delta Lake table in the directory --output (required).  The first\n"
     "  export writes version 0; each later one commits the next version, rewriting\n"
     "  only the files of the key ranges whose rows changed (one file per range of\n"
-    "  --file-rows rows, default 250000).  Readers keep the previous version\n"
-    "  until the commit, and older versions stay readable.\n"
+    "  --file-rows rows, default 250000, or the table's own when it has one).\n"
+    "  Readers keep the previous version until the commit, and older versions\n"
+    "  stay readable.\n"
     "  --deletion-vectors: refreshes mark the old rows of changed keys deleted\n"
     "  (Delta deletion vectors) and write the changed rows to a new file, instead\n"
     "  of rewriting every file that holds one: after changes at random keys a\n"
@@ -441,13 +442,29 @@ static int export_one(cdc_store_t *st, const char *table, cdc_export_options_t *
         double t0 = now();
         rc = cdc_export_delta(st, table, output, eo, &r, &e);
         if (pg->tty) fputc('\n', stderr);
-        if (!rc && r.version < 0)
+        if (!rc && r.version < 0 && r.deletion_vectors)
+            cli_printf_escaped(stdout,
+                               "%s: Delta table %s unchanged: %llu %s changed since its last version (the "
+                               "replica's key journal), none with a row to write or delete; nothing committed "
+                               "(%.1f s)",
+                               table, output, (unsigned long long)r.keys_changed,
+                               cli_plural(r.keys_changed, "key", "keys"), now() - t0);
+        else if (!rc && r.version < 0)
             cli_printf_escaped(stdout,
                                "%s: Delta table %s unchanged: %llu key %s checked (%s), none changed; nothing "
                                "committed (%.1f s)",
                                table, output, (unsigned long long)r.ranges_checked,
                                cli_plural(r.ranges_checked, "range", "ranges"),
                                r.tracked ? "by the replica's change tracking" : "by hashing every row", now() - t0);
+        else if (!rc && r.rewrite_reason && !r.created && !r.schema_changed)
+            cli_printf_escaped(stdout,
+                               "%s: Delta table %s version %lld: written anew, deletion vectors could not be used "
+                               "(%s): %llu %s in %llu %s (%.1f MB), %llu %s removed (%.1f s)",
+                               table, output, (long long)r.version, r.rewrite_reason,
+                               (unsigned long long)r.rows_written, cli_plural(r.rows_written, "row", "rows"),
+                               (unsigned long long)r.files_added, cli_plural(r.files_added, "file", "files"),
+                               r.bytes_written / 1e6, (unsigned long long)r.files_removed,
+                               cli_plural(r.files_removed, "file", "files"), now() - t0);
         else if (!rc && (r.created || r.schema_changed))
             cli_printf_escaped(stdout,
                                "%s: Delta table %s version %lld%s: %llu %s written to %llu %s (%.1f MB), %llu "

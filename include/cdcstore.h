@@ -480,7 +480,8 @@ typedef struct cdc_export_options {
      * ends at 128 MiB of values) and the pages' compression. */
     uint64_t row_group_rows;
     int compression;         /* CDC_COMPRESS_ZSTD (default), _SNAPPY or _NONE */
-    /* Delta: rows per data file (0: 250,000).  A file is one key range,
+    /* Delta: rows per data file (0: the table's, recorded by each commit, or
+     * 250,000 for a new table).  A file is one key range,
      * the unit a refresh rewrites: after 1% of a table changed in one key
      * range a refresh rewrites a file or two (query/delta.c). */
     uint64_t file_rows;
@@ -526,6 +527,7 @@ typedef struct cdc_delta_result {
     uint64_t keys_changed;   /* ... the keys changed since the previous version (key journal), */
     uint64_t rows_marked;    /* ... the old rows it marked deleted, */
     uint64_t files_marked;   /* ... in this many files (added again with their new vectors) */
+    const char *rewrite_reason; /* a table with deletion vectors written anew: why (static text) */
 } cdc_delta_result_t;
 
 /* Exports the view of table as a Delta Lake table in directory dir (made

@@ -253,6 +253,7 @@ typedef struct dlog {
     char *schema;           /* the last metaData's schemaString */
     char *protocol;         /* the last protocol action, as its line */
     int dv_config;          /* the last metaData set delta.enableDeletionVectors */
+    uint64_t file_rows;     /* the newest commit's rows per file (cdcstore.fileRows), 0: not said */
     int64_t created_ms;
     dfile *f;
     size_t n, cap;
@@ -309,6 +310,11 @@ static int dlog_commit(dlog *l, const char *path, const char *text, size_t len, 
             free(l->table);
             l->table = member_string(p, eol, "\"cdcstore.table\":", &s) ? cdc__strdup(s.p) : NULL;
             /* every commit says its point, or has none (a build before change tracking) */
+            l->file_rows = 0;
+            if (member_string(p, eol, "\"cdcstore.fileRows\":", &s)) {
+                unsigned long long fr = 0;
+                if (sscanf(s.p, "%llu", &fr) == 1) l->file_rows = fr;
+            }
             l->has_point = member_string(p, eol, "\"cdcstore.history\":", &s) &&
                            sscanf(s.p, "%" SCNx64, &l->point.history) == 1 &&
                            member_string(p, eol, "\"cdcstore.stamp\":", &s) &&
@@ -1000,8 +1006,12 @@ static int in_sorted(const uint64_t *a, size_t n, uint64_t v)
     return lo < n && a[lo] == v;
 }
 
+/* A data file's key file that does not describe it (damaged, cut, of
+ * another file): the table is written anew, which writes new ones. */
+#define KEYS_BAD 2
+
 /* The row index of key k in file f when a row there is k's and no vector
- * deletes it: 0 and *row; 1 when not; <0 error. */
+ * deletes it: 0 and *row; 1 when not; KEYS_BAD; <0 error. */
 static int live_row(const char *dir, dfile *f, const char *k, size_t kl, uint64_t *row, cdc__buf *scratch,
                     cdc_error_t *err)
 {
@@ -1011,19 +1021,12 @@ static int live_row(const char *dir, dfile *f, const char *k, size_t kl, uint64_
     if (!f->keys_loaded) {
         char kp[4500];
         keys_path(kp, sizeof kp, dir, f->path);
-        if ((rc = cdc__keyidx_load(kp, &f->keys, err))) return rc;
+        if ((rc = cdc__keyidx_load(kp, &f->keys, err))) return rc == CDC_ECORRUPT ? KEYS_BAD : rc;
         f->keys_loaded = 1;
-        if (f->keys.n != f->rows)
-            return cdc__err(err, CDC_ECORRUPT,
-                            "%s: %llu keys for a file of %llu rows (remove it: the next export writes the table "
-                            "anew)",
-                            kp, (unsigned long long)f->keys.n, (unsigned long long)f->rows);
+        if (f->keys.n != f->rows) return KEYS_BAD;
     }
     int64_t i = cdc__keyidx_find(&f->keys, k, kl, scratch);
-    if (i == -2)
-        return cdc__err(err, CDC_ECORRUPT,
-                        "%s/_cdcstore/%s.keys: damaged (remove it: the next export writes the table anew)", dir,
-                        f->path);
+    if (i == -2) return KEYS_BAD;
     if (i < 0) return 1;
     if (!f->del_loaded) {
         if (f->has_dv && (rc = cdc__dv_read(dir, &f->dv, f->rows, &f->del, &f->ndel, err))) return rc;
@@ -1126,6 +1129,7 @@ static int dv_refresh(cdc_store_t *st, const char *table, const char *dir, dlog 
                       cdc__dv_file **dvf, cdc_delta_result_t *r, cdc_error_t *err)
 {
     *dvf = NULL;
+    r->rewrite_reason = "the table's last version records no point of the replica";
     if (!l->has_point) return 1;
     uint64_t rows = 0, deleted = 0;
     size_t npatch = 0, nbase = 0;
@@ -1133,20 +1137,24 @@ static int dv_refresh(cdc_store_t *st, const char *table, const char *dir, dlog 
         char kp[4500];
         struct stat sb;
         keys_path(kp, sizeof kp, dir, l->f[i].path);
-        if (stat(kp, &sb)) return 1; /* written without its keys */
+        r->rewrite_reason = "a data file has no key file";
+        if (stat(kp, &sb)) return 1;
         rows += l->f[i].rows;
         deleted += l->f[i].has_dv ? l->f[i].dv.cardinality : 0;
         npatch += l->f[i].patch;
     }
+    r->rewrite_reason = "16 files of changed rows";
     if (npatch >= DV_MAX_PATCHES) return 1;
     keyset ks = {0};
     int all = 1, rc = cdc_store_changed_keys(st, table, &l->point, take_changed_key, &ks, &all, err);
+    r->rewrite_reason = "the replica's key journal does not reach back to the last version";
     if (rc || all) {
         keyset_free(&ks);
         return rc ? rc : 1;
     }
     keyset_sort(&ks);
     r->keys_changed = ks.n;
+    r->rewrite_reason = "more than a fifth of the rows changed";
     if (ks.n * 5 > rows - deleted) {
         keyset_free(&ks);
         return 1;
@@ -1173,8 +1181,13 @@ static int dv_refresh(cdc_store_t *st, const char *table, const char *dir, dlog 
         uint64_t row;
         dfile *at = NULL;
         if (nbase && (rc = live_row(dir, base[a], k, kl, &row, &scratch, err)) == 0) at = base[a];
-        for (size_t p = 0; p < np && !at && rc >= 0; p++)
+        for (size_t p = 0; p < np && !at && rc >= 0 && rc != KEYS_BAD; p++)
             if ((rc = live_row(dir, patch[p], k, kl, &row, &scratch, err)) == 0) at = patch[p];
+        if (rc == KEYS_BAD) {
+            r->rewrite_reason = "a data file's key file is damaged";
+            rc = 1;
+            break;
+        }
         if (rc < 0) break;
         rc = 0;
         if (at) {
@@ -1185,8 +1198,12 @@ static int dv_refresh(cdc_store_t *st, const char *table, const char *dir, dlog 
     cdc__buf_free(&scratch);
     free(base);
     free(patch);
-    if (!rc && (deleted + marked) * 4 > rows) rc = 1; /* vectors no longer pay */
+    if (!rc && (deleted + marked) * 4 > rows) {
+        r->rewrite_reason = "vectors would delete a quarter of the rows";
+        rc = 1;
+    }
     if (!rc) {
+        r->rewrite_reason = NULL;
         w->patch = 1;
         rc = write_keys(w, &ks, err);
         w->patch = 0;
@@ -1385,7 +1402,8 @@ int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir, const 
     _Atomic size_t nfiles = 0;
     _Atomic uint64_t rows_shared = 0, bytes_shared = 0;
     writer w = {.st = st, .table = table, .dir = dir, .opts = opts, .names = names, .pqtypes = pqtypes, .ncols = n,
-                .version = l.version + 1, .file_rows = opts->file_rows ? opts->file_rows : 250000, .fd = -1,
+                .version = l.version + 1,
+                .file_rows = opts->file_rows ? opts->file_rows : l.file_rows ? l.file_rows : 250000, .fd = -1,
                 .nfiles = &nfiles, .rows_shared = &rows_shared, .bytes_shared = &bytes_shared, .progress = 1};
     const char *env = getenv("CDC_EXPORT_THREADS");
     int threads = env && !strcmp(env, "1") ? 1 : 2; /* for a refresh's ranges (a full export: cdc__export_split) */
@@ -1479,9 +1497,10 @@ int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir, const 
     /* The commit. */
     cdc__buf_printf(&c, "{\"commitInfo\":{\"timestamp\":%lld,\"operation\":\"%s\",\"operationParameters\":"
                         "{\"mode\":\"%s\",\"cdcstore.history\":\"%016" PRIx64 "\",\"cdcstore.stamp\":\"%" PRIu64
-                        "\",\"cdcstore.table\":",
+                        "\",\"cdcstore.fileRows\":\"%llu\",\"cdcstore.table\":",
                     (long long)ms, r.created ? "CREATE TABLE AS SELECT" : "WRITE",
-                    r.created ? "ErrorIfExists" : full ? "Overwrite" : "Refresh", point.history, point.stamp);
+                    r.created ? "ErrorIfExists" : full ? "Overwrite" : "Refresh", point.history, point.stamp,
+                    (unsigned long long)w.file_rows);
     cdc__json_put_string(&c, table, strlen(table));
     cdc__buf_puts(&c, "},\"isBlindAppend\":false,\"engineInfo\":\"" ENGINE "\"}}\n");
     /* A table never goes back to a lower protocol: features it has stay. */
