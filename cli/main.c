@@ -415,8 +415,8 @@ static const char *export_usage =
     "  (Delta deletion vectors) and write the changed rows to a new file, instead\n"
     "  of rewriting every file that holds one: after changes at random keys a\n"
     "  refresh writes what changed, not the table.  Readers need the Delta\n"
-    "  feature deletionVectors (Spark, DuckDB, Trino, deltalake's QueryBuilder;\n"
-    "  not deltalake's to_pyarrow_table); the table keeps it.\n"
+    "  feature deletionVectors (Spark, deltalake's QueryBuilder; not\n"
+    "  deltalake's to_pyarrow_table); the table keeps it.\n"
     "Without --table, every table is exported into the directory --output, as\n"
     "TABLE.csv, TABLE.ndjson, TABLE.parquet or a Delta table TABLE/ ('/' in a name\n"
     "written %2F, '%' written %25).\n";

@@ -490,8 +490,8 @@ typedef struct cdc_export_options {
      * changed rows, rather than their files rewritten (query/delta.c,
      * "Deletion vectors"): after 1% of the rows changed at random keys, a
      * refresh writes that 1%, not the table.  The table then needs readers
-     * of the "deletionVectors" feature (Spark, deltalake's QueryBuilder,
-     * DuckDB, Trino; not deltalake's to_pyarrow_table), and keeps it: later
+     * of the "deletionVectors" feature (Spark, deltalake's QueryBuilder;
+     * not deltalake's to_pyarrow_table), and keeps it: later
      * exports into it use vectors without being asked. */
     int deletion_vectors;
 } cdc_export_options_t;
