@@ -1282,7 +1282,7 @@ scenario9_run() {
     # topics, create_topics, wait_drained and reconcile_all see only this table
     local -a E2E_TABLES=(alltypes)
     local P9=e2e9${v}_$RUN r9=$WORK/replica-9$v g9=e2e9$v-$RUN ing T=public.alltypes csv=$WORK/alltypes-9$v.csv
-    local s=9$v pq=$WORK/alltypes-9$v.parquet dl=$WORK/alltypes-9$v.delta
+    local s=9$v pq=$WORK/alltypes-9$v.parquet dl=$WORK/alltypes-9$v.delta dv=$WORK/alltypes-9$v.dv.delta
     # The columns whose type the messages do not carry (the decoder's
     # declarations, as lib.sh's for the four tables): NUMERIC(p,s) scales in
     # precise mode; without schemas bytea (base64), date, time and timestamp
@@ -1329,6 +1329,8 @@ scenario9_run() {
         eval '"$CDC" export --db "$r9" --table "$T" --format delta --file-rows 50 --output "$dl" >"$WORK/delta-9b-0.out" && cat "$WORK/delta-9b-0.out"'
     check "$s Delta version 0 read by deltalake equals source" typed_equal deltalake "$dl" dl0_deltalake
     check "$s Delta version 0 read by Spark (delta-spark) equals source" typed_equal spark "$dl" dl0_spark
+    check "$s export as a Delta table with deletion vectors: version 0" \
+        "$CDC" export --db "$r9" --table "$T" --format delta --file-rows 50 --deletion-vectors --output "$dv"
     app_psql -c "DROP TABLE IF EXISTS e2e9.at_v0; CREATE TABLE e2e9.at_v0 AS TABLE public.alltypes" >/dev/null
     # A few changes, streamed into the same replica.
     start_ingest ing "$r9" "$g9" "$WORK/ingest-9$v-2.log" "" "$P9" "${decl[@]}"
@@ -1339,6 +1341,15 @@ scenario9_run() {
         eval '"$CDC" export --db "$r9" --table "$T" --format delta --file-rows 50 --output "$dl" >"$WORK/delta-9b-1.out" && delta_refresh_report "$WORK/delta-9b-1.out"'
     check "$s Delta version 1 read by deltalake equals source" typed_equal deltalake "$dl" dl1_deltalake
     check "$s Delta version 1 read by Spark equals source" typed_equal spark "$dl" dl1_spark
+    check "$s Delta refresh by deletion vectors: version 1 marks the changed keys' old rows deleted" \
+        eval '"$CDC" export --db "$r9" --table "$T" --format delta --output "$dv" | tee /dev/stderr |
+              grep -q "version 1: .* marked deleted in"'
+    check "$s Delta with deletion vectors, version 1, read by deltalake (QueryBuilder) equals source" \
+        typed_equal deltalake "$dv" dv1_deltalake
+    check "$s Delta with deletion vectors, version 1, read by Spark equals source" typed_equal spark "$dv" dv1_spark
+    check "$s Delta with deletion vectors, version 0 (time travel) read by Spark equals the source before" \
+        eval 'typed_read spark "$dv" "$WORK/dv0tt.csv" --version 0 && typed_load "$WORK/dv0tt.csv" dv0tt &&
+              types_compare e2e9.at_v0 e2e9.dv0tt'
     check "$s Delta version 0 (time travel) read by Spark equals the source before the changes" \
         eval 'typed_read spark "$dl" "$WORK/dl0tt.csv" --version 0 && typed_load "$WORK/dl0tt.csv" dl0tt &&
               types_compare e2e9.at_v0 e2e9.dl0tt'
@@ -1354,6 +1365,10 @@ scenario9_run() {
         eval '"$CDC" export --db "$r9" --table "$T" --format delta --file-rows 50 --output "$dl" | tee /dev/stderr | grep -q "version 2 (schema changed"'
     check "$s Delta version 2 read by Spark: column extra, 7 everywhere but 8 in one row" \
         eval 'typed_read spark "$dl" "$WORK/dl2.csv" --columns k8,extra && delta_extra_check "$WORK/dl2.csv"'
+    check "$s Delta with deletion vectors after the schema change: version 2, written anew" \
+        eval '"$CDC" export --db "$r9" --table "$T" --format delta --output "$dv" | tee /dev/stderr | grep -q "version 2 (schema changed"'
+    check "$s Delta with deletion vectors, version 2, read by deltalake equals source" \
+        typed_equal deltalake "$dv" dv2_deltalake
 }
 
 # The extra column as Spark read it: every row 7 but key 1013, which is 8.

@@ -390,6 +390,15 @@ def read_deltalake(a):
     dt = DeltaTable(a.path, version=a.version)
     if a.schema:
         return [(f.name, delta_type_text(f.type)) for f in dt.schema().fields]
+    if "deletionVectors" in (dt.protocol().reader_features or []):
+        # to_pyarrow_table() refuses deletion vectors (deltalake 1.6.6); its
+        # DataFusion engine reads them (view types cast to the plain ones)
+        import pyarrow as pa
+        from deltalake import QueryBuilder
+        tab = pa.table(QueryBuilder().register("t", dt).execute("select * from t").read_all())
+        plain = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+        return arrow_columns(tab.cast(pa.schema([pa.field(f.name, plain.get(f.type, f.type), f.nullable)
+                                                 for f in tab.schema])))
     return arrow_columns(dt.to_pyarrow_table())
 
 
