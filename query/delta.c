@@ -1269,21 +1269,36 @@ static int dv_refresh(cdc_store_t *st, const char *table, const char *dir, dlog 
 
 /* ---- The commit ---- */
 
-static void put_add(cdc__buf *c, const added *a, int64_t ms)
+/* An add action: a data file with its statistics (JSON text), its tags
+ * (the lower bound named cdcstore.dvlower in a table with deletion
+ * vectors) and its deletion vector when dv is not NULL. */
+static void put_add_action(cdc__buf *c, const char *path, uint64_t size, int64_t ms, const char *stats,
+                           size_t stats_len, const cdc__buf *lower, const cdc__buf *upper, uint64_t rows,
+                           uint64_t hash, int patch, int dvlower, const cdc__dv_desc *dv)
 {
     cdc__buf_puts(c, "{\"add\":{\"path\":");
-    cdc__json_put_string(c, a->path, strlen(a->path));
+    cdc__json_put_string(c, path, strlen(path));
     cdc__buf_printf(c, ",\"partitionValues\":{},\"size\":%llu,\"modificationTime\":%lld,\"dataChange\":true,"
                        "\"stats\":",
-                    (unsigned long long)a->size, (long long)ms);
-    cdc__json_put_string(c, a->stats.p ? a->stats.p : "{}", a->stats.len ? a->stats.len : 2);
-    cdc__buf_puts(c, a->dv ? ",\"tags\":{\"cdcstore.dvlower\":\"" : ",\"tags\":{\"cdcstore.lower\":\"");
-    put_hex(c, a->lower.p, a->lower.len);
+                    (unsigned long long)size, (long long)ms);
+    cdc__json_put_string(c, stats, stats_len);
+    cdc__buf_puts(c, dvlower ? ",\"tags\":{\"cdcstore.dvlower\":\"" : ",\"tags\":{\"cdcstore.lower\":\"");
+    put_hex(c, lower->p, lower->len);
     cdc__buf_puts(c, "\",\"cdcstore.upper\":\"");
-    put_hex(c, a->upper.p, a->upper.len);
-    cdc__buf_printf(c, "\",\"cdcstore.rows\":\"%llu\",\"cdcstore.hash\":\"%016llx\"%s}}}\n",
-                    (unsigned long long)a->rows, (unsigned long long)a->hash,
-                    a->patch ? ",\"cdcstore.patch\":\"1\"" : "");
+    put_hex(c, upper->p, upper->len);
+    cdc__buf_printf(c, "\",\"cdcstore.rows\":\"%llu\",\"cdcstore.hash\":\"%016llx\"%s}",
+                    (unsigned long long)rows, (unsigned long long)hash, patch ? ",\"cdcstore.patch\":\"1\"" : "");
+    if (dv) {
+        cdc__buf_puts(c, ",\"deletionVector\":");
+        cdc__dv_desc_json(dv, c);
+    }
+    cdc__buf_puts(c, "}}\n");
+}
+
+static void put_add(cdc__buf *c, const added *a, int64_t ms)
+{
+    put_add_action(c, a->path, a->size, ms, a->stats.p ? a->stats.p : "{}", a->stats.len ? a->stats.len : 2,
+                   &a->lower, &a->upper, a->rows, a->hash, a->patch, a->dv, NULL);
 }
 
 /* An active file again, with its new deletion vector (f->newdv): the same
@@ -1291,11 +1306,6 @@ static void put_add(cdc__buf *c, const added *a, int64_t ms)
  * vector deletes still count in them), which they say. */
 static void put_readd(cdc__buf *c, const dfile *f, int64_t ms)
 {
-    cdc__buf_puts(c, "{\"add\":{\"path\":");
-    cdc__json_put_string(c, f->path, strlen(f->path));
-    cdc__buf_printf(c, ",\"partitionValues\":{},\"size\":%llu,\"modificationTime\":%lld,\"dataChange\":true,"
-                       "\"stats\":",
-                    (unsigned long long)f->size, (long long)ms);
     cdc__buf st = {0};
     const char *s = f->stats ? f->stats : "{}";
     size_t sl = strlen(s);
@@ -1305,17 +1315,9 @@ static void put_readd(cdc__buf *c, const dfile *f, int64_t ms)
     } else {
         cdc__buf_put(&st, s, sl);
     }
-    cdc__json_put_string(c, st.p, st.len);
+    put_add_action(c, f->path, f->size, ms, st.p, st.len, &f->lower, &f->upper, f->rows, f->hash, f->patch, 1,
+                   &f->newdv);
     cdc__buf_free(&st);
-    cdc__buf_puts(c, ",\"tags\":{\"cdcstore.dvlower\":\"");
-    put_hex(c, f->lower.p, f->lower.len);
-    cdc__buf_puts(c, "\",\"cdcstore.upper\":\"");
-    put_hex(c, f->upper.p, f->upper.len);
-    cdc__buf_printf(c, "\",\"cdcstore.rows\":\"%llu\",\"cdcstore.hash\":\"%016llx\"%s},\"deletionVector\":",
-                    (unsigned long long)f->rows, (unsigned long long)f->hash,
-                    f->patch ? ",\"cdcstore.patch\":\"1\"" : "");
-    cdc__dv_desc_json(&f->newdv, c);
-    cdc__buf_puts(c, "}}\n");
 }
 
 static void put_remove(cdc__buf *c, const dfile *f, int64_t ms)
@@ -1484,9 +1486,8 @@ int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir, const 
             r.deletion_vectors = r.tracked = 1;
             for (size_t i = 0; i < l.n; i++) {
                 r.ranges_checked += !l.f[i].patch;
-                uint64_t gone = l.f[i].nmark ? 0 : l.f[i].has_dv ? l.f[i].dv.cardinality : 0;
-                if (l.f[i].nmark) gone = l.f[i].newdv.cardinality;
-                r.rows += l.f[i].rows - gone;
+                const dfile *f = &l.f[i];
+                r.rows += f->rows - (f->nmark ? f->newdv.cardinality : f->has_dv ? f->dv.cardinality : 0);
             }
             r.ranges_changed = r.files_marked;
             r.files_kept = l.n - r.files_marked;

@@ -402,16 +402,38 @@ static int on_history(cdc_store_t *st, const cdc_change_point_t *since, cdc_erro
     return 0;
 }
 
+/* Whether table's changes since since are known (*known), by the rules of
+ * the head comment: on this replica's history, tracked throughout, no
+ * change of every row since. */
+static int known_since(cdc_store_t *st, const char *table, const cdc_change_point_t *since, cdc__table **t,
+                       int *known, cdc_error_t *err)
+{
+    int rc = cdc__table_get(st, table, 0, t, err), ok;
+    if (!rc) rc = on_history(st, since, err, &ok);
+    *known = !rc && ok && (*t)->track_ok && (*t)->all_stamp <= since->stamp;
+    return rc;
+}
+
+/* An iteration's end: rc, or the iterator's error when rc is 0. */
+static int iter_end(cdc_store_t *st, rocksdb_iterator_t *it, int rc, cdc_error_t *err)
+{
+    char *e = NULL;
+    if (!rc) rocksdb_iter_get_error(it, &e);
+    if (e) {
+        rc = cdc__err(err, CDC_EIO, "%s: read failed: %s", st->dir, e);
+        free(e);
+    }
+    return rc;
+}
+
 int cdc_store_changed_since(cdc_store_t *st, const char *table, const cdc_change_point_t *since,
                             cdc_range_fn fn, void *opaque, int *all, cdc_error_t *err)
 {
     if (!st || !table || !since || !all) return cdc__err(err, CDC_EINVAL, "cdc_store_changed_since: bad arguments");
     *all = 1;
     cdc__table *t = NULL;
-    int rc = cdc__table_get(st, table, 0, &t, err), ok;
-    if (rc) return rc;
-    if ((rc = on_history(st, since, err, &ok))) return rc;
-    if (!ok || !t->track_ok || t->all_stamp > since->stamp) return 0;
+    int known, rc = known_since(st, table, since, &t, &known, err);
+    if (rc || !known) return rc;
     *all = 0;
     cdc__buf lo = {0}, hi = {0}, up = {0};
     bucket_prefix(&lo, t->name);
@@ -438,14 +460,7 @@ int cdc_store_changed_since(cdc_store_t *st, const char *table, const cdc_change
         if (up.len) up.p[up.len - 1]++;
         if (fn) rc = fn(opaque, b, n, up.p, up.len);
     }
-    if (!rc) {
-        char *e = NULL;
-        rocksdb_iter_get_error(it, &e);
-        if (e) {
-            rc = cdc__err(err, CDC_EIO, "%s: read failed: %s", st->dir, e);
-            free(e);
-        }
-    }
+    rc = iter_end(st, it, rc, err);
     rocksdb_iter_destroy(it);
     rocksdb_readoptions_destroy(ro);
     cdc__buf_free(&lo);
@@ -461,10 +476,8 @@ int cdc_store_changed_keys(cdc_store_t *st, const char *table, const cdc_change_
         return cdc__err(err, CDC_EINVAL, "cdc_store_changed_keys: bad arguments");
     *all = 1;
     cdc__table *t = NULL;
-    int rc = cdc__table_get(st, table, 0, &t, err), ok;
-    if (rc) return rc;
-    if ((rc = on_history(st, since, err, &ok))) return rc;
-    if (!ok || !t->track_ok || t->all_stamp > since->stamp || !t->jok || t->jfrom > since->stamp) return 0;
+    int known, rc = known_since(st, table, since, &t, &known, err);
+    if (rc || !known || !t->jok || t->jfrom > since->stamp) return rc;
     *all = 0;
     cdc__buf lo = {0}, hi = {0};
     journal_prefix(&lo, t->name);
@@ -493,14 +506,7 @@ int cdc_store_changed_keys(cdc_store_t *st, const char *table, const cdc_change_
             v += n;
         }
     }
-    if (!rc) {
-        char *e = NULL;
-        rocksdb_iter_get_error(it, &e);
-        if (e) {
-            rc = cdc__err(err, CDC_EIO, "%s: read failed: %s", st->dir, e);
-            free(e);
-        }
-    }
+    rc = iter_end(st, it, rc, err);
     rocksdb_iter_destroy(it);
     rocksdb_readoptions_destroy(ro);
     cdc__buf_free(&lo);
