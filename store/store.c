@@ -1493,6 +1493,25 @@ static int key_column(const cdc__table *t, size_t i)
     return 0;
 }
 
+/* Reads a stored row that holds exactly columns 0 .. ncols - 1, in that
+ * order, into vals and lens; 0 (vals and lens then partly written) when it
+ * is any other row, or does not decode (cdc__row_columns then says so). */
+static int row_in_order(const char *row, size_t row_len, size_t ncols, const char **vals, size_t *lens)
+{
+    const char *p = row, *end = row + row_len;
+    uint64_t n, idx, tag;
+    if (cdc__get_varint(&p, end, &n) || n != ncols) return 0;
+    for (size_t i = 0; i < ncols; i++) {
+        if (cdc__get_varint(&p, end, &idx) || idx != i || cdc__get_varint(&p, end, &tag)) return 0;
+        size_t vl = tag >= CDC__V_TEXT ? (size_t)(tag - CDC__V_TEXT) : 0;
+        if ((size_t)(end - p) < vl) return 0;
+        vals[i] = tag >= CDC__V_TEXT ? p : NULL;
+        lens[i] = vl;
+        p += vl;
+    }
+    return p == end;
+}
+
 /* Fills *row from a stored key and value; arrays come from the caller.
  * keyjson NULL: row->key_json is NULL and the key is not formatted. */
 static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v, size_t vl,
@@ -1506,19 +1525,24 @@ static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v
      * read must not. */
     if (t->floor_set && cdc__version_cmp(&val.ver, &t->floor) < 0) return 1;
     if (keyjson && key_json_into(t, k, kl, keyjson)) return CDC_ECORRUPT;
-    if (cdc__row_columns(t, val.row, val.row_len, vals, lens, t->ncols)) return CDC_ECORRUPT;
     /* The columns the source has now, in order (compacted in place: live
      * indexes only grow); a column the row does not hold reads as its
      * default, or as NULL and unknown (see "Column history"). */
     cdc__table_live((cdc__table *)t);
+    int deleted = !!(val.flags & CDC__F_DELETED);
+    uint32_t unknown = 0;
+    /* The common row first: a live row holding every column of a table
+     * none of whose columns was dropped, in index order (the apply writes
+     * them so).  It needs none of the mapping below; a bulk export spent a
+     * tenth of its samples in the general path. */
+    if (!deleted && t->nlive == t->ncols && row_in_order(val.row, val.row_len, t->ncols, vals, lens)) goto filled;
+    if (cdc__row_columns(t, val.row, val.row_len, vals, lens, t->ncols)) return CDC_ECORRUPT;
     /* A deleted row (a tombstone: the key columns only) lacks the others
      * by design, not for want of a default: they read as NULL (not as a
      * default the row never held), and none counts as unknown.  The
      * tombstone of a row that moved to another key keeps its columns for
      * the new key (store/apply.c, "A row whose primary key changed"): they
      * read as NULL too. */
-    int deleted = !!(val.flags & CDC__F_DELETED);
-    uint32_t unknown = 0;
     for (size_t j = 0; j < t->nlive; j++) {
         size_t i = t->live[j];
         const cdc__colmeta *m = &t->colmeta[i];
@@ -1531,7 +1555,9 @@ static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v
             unknown += !m->dflt_known && !deleted;
         }
     }
-    memset(row, 0, sizeof *row);
+filled:
+    /* Every field, one by one: a memset of the row first (rep stos) was a
+     * quarter of this function's samples in a bulk export. */
     row->unknown = unknown;
     row->key = k;
     row->key_len = kl;
