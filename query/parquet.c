@@ -17,8 +17,11 @@
  *  - Per row group and column one column chunk of v1 data pages
  *    (DataPageHeader) of about 1 MiB of values each: definition levels in
  *    the RLE/bit-packed hybrid (bit width 1, with its 4-byte length), then
- *    the non-NULL values PLAIN-encoded (booleans bit-packed); each page body
- *    compressed on its own with zstd, snappy, or not at all.
+ *    the non-NULL values PLAIN-encoded (booleans bit-packed), or for
+ *    integer columns DELTA_BINARY_PACKED when that takes at most a quarter
+ *    of PLAIN's bytes (write_page says why); each page body compressed on
+ *    its own with zstd, snappy, or not at all.  ColumnMetaData lists the
+ *    encodings the chunk's pages use.
  *  - Column chunk statistics (null_count, min_value, max_value) in each
  *    type's sort order, with TypeDefinedOrder for every column in
  *    column_orders; the legacy min/max fields only for INT32 and INT64,
@@ -27,13 +30,19 @@
  *    NaN, or when one is longer than 4 KiB (as parquet-cpp does).
  *
  * What it does not: dictionary encoding, DATA_PAGE_V2, the other encodings
- * (DELTA_*, BYTE_STREAM_SPLIT), nested or repeated types (a Debezium struct,
- * map or array column is written as its text), page CRCs, page indexes,
- * bloom filters, key-value metadata, encryption.  PLAIN with a general
- * compressor is what CDC exports need first: it is simple, fast to write,
- * read by every reader, and zstd recovers most of what a dictionary would
- * save on repeated text.  Version 1 data pages because every reader accepts
- * them; FileMetaData.version is 2 (logical types are used).
+ * (DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY, BYTE_STREAM_SPLIT), nested or
+ * repeated types (a Debezium struct, map or array column is written as its
+ * text), page CRCs, page indexes, bloom filters, key-value metadata,
+ * encryption.  PLAIN with a general compressor is what CDC exports need
+ * first: it is simple, fast to write, read by every reader, and zstd
+ * recovers most of what a dictionary would save on repeated text.  Version
+ * 1 data pages because every reader accepts them; FileMetaData.version is 2
+ * (logical types are used).  DELTA_BINARY_PACKED, which pyarrow, DuckDB,
+ * Spark and deltalake read (tests/export/parquet_read.py, check_delta), is
+ * the exception: an integer key in key order is the common first column of
+ * an export, and PLAIN gives zstd 8 bytes of it per row that compress
+ * badly (on the benchmark's 10,000,000 rows: 80 MB into the compressor,
+ * against 0.4 MB as deltas).
  *
  * Types: the column's type descriptor (ingest/decode.c type_descriptor: the
  * Connect type, "/name" for a logical type, "decimal:S[:P]" for NUMERIC)
@@ -94,7 +103,7 @@ enum {
     CT_NONE = -1, CT_UTF8 = 0, CT_DECIMAL = 5, CT_DATE = 6, CT_TIME_MICROS = 8, CT_TIMESTAMP_MICROS = 10,
     CT_INT_8 = 15, CT_INT_16 = 16, CT_INT_32 = 17, CT_INT_64 = 18, CT_JSON = 19
 };
-enum { ENC_PLAIN = 0, ENC_RLE = 3 };
+enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_DELTA_BINARY_PACKED = 5 };
 enum { CODEC_UNCOMPRESSED = 0, CODEC_SNAPPY = 1, CODEC_ZSTD = 6 };
 
 /* How a column's text becomes a value (the column's "conversion"). */
@@ -127,7 +136,12 @@ typedef struct pq_col {
     int conv, ptype, width, scale, precision;
     int interval;      /* C_INT64 of an interval's text (MicroDuration): its microseconds */
     cdc__buf vals;     /* PLAIN values of the row group (booleans: a byte each) */
-    cdc__buf defs;     /* a definition level (0 NULL, 1 value) per row */
+    cdc__buf defs;     /* a definition level (0 NULL, 1 value) per row, from the row
+                          group's first NULL on (with_defs); until then every level is 1
+                          and none is buffered */
+    int with_defs;
+    int plain_bytes;   /* the PLAIN size of a value of a fixed-width type (booleans
+                          are buffered a byte each) */
     size_t nvals;      /* non-NULL values buffered */
     pq_cut *cuts;      /* where pages after the first start */
     size_t ncuts, capcuts, page_off;
@@ -143,6 +157,7 @@ typedef struct pq_rg {
 
 typedef struct pq_chunk {
     uint64_t start, usize, csize;
+    unsigned encs;         /* the encodings of its pages' values: bit 1 << ENC_* */
     size_t st_off, st_len; /* its Statistics struct in pq->stb */
 } pq_chunk;
 
@@ -1130,14 +1145,100 @@ static const cdc__buf *compress_page(cdc__pq *pq)
     return in;
 }
 
+static inline int32_t ld_i32(const char *p)
+{
+    int32_t x;
+    memcpy(&x, p, 4);
+    return x;
+}
+
+static inline int64_t ld_i64(const char *p)
+{
+    int64_t x;
+    memcpy(&x, p, 8);
+    return x;
+}
+
+/* DELTA_BINARY_PACKED (parquet-format Encodings.md) of the nv >= 1 PLAIN
+ * integers at v, of w bytes each (4: INT32, 8: INT64), appended to b:
+ * blocks of 128 values in 4 miniblocks of 32.  The header (block size,
+ * miniblocks per block, value count, the first value zigzag), then per
+ * block its least delta (zigzag), the 4 miniblocks' bit widths and the
+ * miniblocks, each value less the least delta bit-packed from the least
+ * significant bit; the last miniblock padded with zeros to 32 values, and
+ * the last block's unused miniblocks left out with a width of 0.  Deltas
+ * wrap around in the type's width, as readers undo them.  Gives up (-1,
+ * having appended some of it) once it has appended more than limit bytes. */
+static int encode_delta(cdc__buf *b, const char *v, size_t nv, int w, size_t limit)
+{
+    size_t at = b->len;
+    int64_t prev, x;
+#define DELTA_AT(i) (w == 4 ? (int64_t)ld_i32(v + 4 * (i)) : ld_i64(v + 8 * (i)))
+    prev = DELTA_AT(0);
+    cdc__buf_put_varint(b, 128);
+    cdc__buf_put_varint(b, 4);
+    cdc__buf_put_varint(b, nv);
+    cdc__buf_put_varint(b, zigzag(prev));
+    uint64_t d[128];
+    for (size_t i = 1; i < nv;) {
+        size_t n = nv - i < 128 ? nv - i : 128;
+        int64_t min = 0;
+        for (size_t k = 0; k < n; k++) {
+            x = DELTA_AT(i + k);
+            int64_t dl = w == 4 ? (int64_t)(int32_t)((uint32_t)x - (uint32_t)prev) : (int64_t)((uint64_t)x - (uint64_t)prev);
+            d[k] = (uint64_t)dl;
+            if (k == 0 || dl < min) min = dl;
+            prev = x;
+        }
+        for (size_t k = 0; k < n; k++) {
+            d[k] -= (uint64_t)min;
+            if (w == 4) d[k] &= 0xffffffffu;
+        }
+        for (size_t k = n; k < 128; k++) d[k] = 0;
+        cdc__buf_put_varint(b, zigzag(min));
+        size_t nmb = (n + 31) / 32;
+        unsigned char bw[4] = {0, 0, 0, 0};
+        for (size_t m = 0; m < nmb; m++) {
+            uint64_t any = 0;
+            for (size_t k = m * 32; k < m * 32 + 32; k++) any |= d[k];
+            bw[m] = (unsigned char)(any ? 64 - __builtin_clzll(any) : 0);
+        }
+        cdc__buf_put(b, bw, 4);
+        for (size_t m = 0; m < nmb; m++) {
+            unsigned width = bw[m];
+            if (!width) continue;
+            cdc__buf_reserve(b, 4 * width);
+            unsigned char *o = (unsigned char *)b->p + b->len;
+            unsigned __int128 acc = 0;
+            unsigned bits = 0;
+            for (size_t k = m * 32; k < m * 32 + 32; k++) {
+                acc |= (unsigned __int128)d[k] << bits;
+                bits += width;
+                while (bits >= 8) {
+                    *o++ = (unsigned char)acc;
+                    acc >>= 8;
+                    bits -= 8;
+                }
+            }
+            b->len += 4 * width; /* 32 values of width bits: whole bytes */
+        }
+        i += n;
+        if (b->len - at > limit) return -1;
+    }
+#undef DELTA_AT
+    return b->len - at > limit ? -1 : 0;
+}
+
 /* Writes one data page of rows [r0, r1) (values vals[o0, o1), nv of them)
  * to out; adds its sizes to *usize and *csize. */
 static void write_page(cdc__pq *pq, pq_col *c, size_t r0, size_t r1, size_t o0, size_t o1, size_t nv,
-                       cdc__buf *out, uint64_t *usize, uint64_t *csize)
+                       cdc__buf *out, uint64_t *usize, uint64_t *csize, unsigned *encs)
 {
     cdc__buf *pg = &pq->page;
+    int enc = ENC_PLAIN;
     pg->len = 0;
-    encode_levels(pg, (const unsigned char *)c->defs.p + r0, r1 - r0, nv != r1 - r0);
+    /* levels are read only when some row is NULL, and then c->defs holds them */
+    encode_levels(pg, c->with_defs ? (const unsigned char *)c->defs.p + r0 : NULL, r1 - r0, nv != r1 - r0);
     if (nv == 0) {
         /* every value NULL: no values (and maybe no buffer at all) */
     } else if (c->ptype == T_BOOLEAN) {
@@ -1149,8 +1250,20 @@ static void write_page(cdc__pq *pq, pq_col *c, size_t r0, size_t r1, size_t o0, 
             if (v[k]) pg->p[pg->len + k / 8] |= (char)(1u << (k % 8));
         pg->len += nb;
     } else {
-        cdc__buf_put(pg, c->vals.p + o0, o1 - o0);
+        /* Integers as deltas when that takes at most a quarter of PLAIN's
+         * bytes: a key column in key order (the export's order) or any
+         * slowly growing one, such as a sequence or a timestamp of
+         * insertion.  Otherwise PLAIN: packed deltas of unordered values
+         * save less, and the compressor then finds less to save. */
+        size_t at = pg->len;
+        if (c->ptype == T_INT32 || c->ptype == T_INT64) {
+            if (encode_delta(pg, c->vals.p + o0, nv, c->ptype == T_INT32 ? 4 : 8, (o1 - o0) / 4) == 0)
+                enc = ENC_DELTA_BINARY_PACKED;
+            else pg->len = at;
+        }
+        if (enc == ENC_PLAIN) cdc__buf_put(pg, c->vals.p + o0, o1 - o0);
     }
+    *encs |= 1u << enc;
     const cdc__buf *body = compress_page(pq);
     cdc__buf *h = &pq->hdr;
     h->len = 0;
@@ -1162,7 +1275,7 @@ static void write_page(cdc__pq *pq, pq_col *c, size_t r0, size_t r1, size_t o0, 
     tw_i32(&t, 3, (int32_t)body->len);
     tw_struct(&t, 5); /* DataPageHeader */
     tw_i32(&t, 1, (int32_t)(r1 - r0));
-    tw_i32(&t, 2, ENC_PLAIN);
+    tw_i32(&t, 2, enc);
     tw_i32(&t, 3, ENC_RLE);
     tw_i32(&t, 4, ENC_RLE);
     tw_end(&t);
@@ -1191,13 +1304,14 @@ static void flush_row_group(cdc__pq *pq, cdc__buf *out, uint64_t offset)
         pq_chunk *ch = &pq->ch[pq->nrgs * pq->ncols + k];
         uint64_t usize = 0, csize = 0;
         ch->start = offset + out->len;
+        ch->encs = 0;
         size_t r0 = 0, o0 = 0, v0 = 0;
         for (size_t p = 0; p <= c->ncuts; p++) {
             size_t r1 = p < c->ncuts ? c->cuts[p].row : pq->rg_rows;
             size_t o1 = p < c->ncuts ? c->cuts[p].off : c->vals.len;
             size_t v1 = p < c->ncuts ? c->cuts[p].nvals : c->nvals;
             if (r1 > r0)
-                write_page(pq, c, r0, r1, o0, o1, v1 - v0, out, &usize, &csize);
+                write_page(pq, c, r0, r1, o0, o1, v1 - v0, out, &usize, &csize, &ch->encs);
             r0 = r1, o0 = o1, v0 = v1;
         }
         ch->usize = usize;
@@ -1216,6 +1330,7 @@ static void flush_row_group(cdc__pq *pq, cdc__buf *out, uint64_t offset)
         stat_reset(&c->rg);
         c->vals.len = c->defs.len = 0;
         c->nvals = c->ncuts = c->page_off = 0;
+        c->with_defs = 0;
     }
     pq->nrgs++;
     pq->rg_rows = 0;
@@ -1239,8 +1354,11 @@ static void put_row_groups(cdc__pq *pq, tw *t)
             tw_i64(t, 2, (int64_t)ch->start);
             tw_struct(t, 3); /* ColumnMetaData */
             tw_i32(t, 1, c->ptype);
-            tw_list(t, 2, TT_I32, 2);
-            cdc__buf_put_varint(t->b, zigzag(ENC_PLAIN));
+            /* the values' encodings (PLAIN when every page is NULL) and RLE, the levels' */
+            unsigned encs = ch->encs ? ch->encs : 1u << ENC_PLAIN;
+            tw_list(t, 2, TT_I32, (size_t)__builtin_popcount(encs) + 1);
+            for (int e = 0; e < 32; e++)
+                if (encs & (1u << e)) cdc__buf_put_varint(t->b, zigzag(e));
             cdc__buf_put_varint(t->b, zigzag(ENC_RLE));
             tw_list(t, 3, TT_BINARY, 1);
             cdc__buf_put_varint(t->b, strlen(c->name));
@@ -1290,7 +1408,10 @@ int cdc__pq_open(const char *const *names, const char *const *types, size_t ncol
     pq->cells = cdc__calloc(ncols ? ncols : 1, sizeof *pq->cells);
     for (size_t k = 0; k < ncols; k++) {
         pq->cols[k].name = cdc__strdup(names[k]);
-        col_type(&pq->cols[k], types ? types[k] : NULL);
+        pq_col *c = &pq->cols[k];
+        col_type(c, types ? types[k] : NULL);
+        c->plain_bytes = c->ptype == T_BOOLEAN ? 1 : c->ptype == T_INT32 || c->ptype == T_FLOAT ? 4
+                         : c->ptype == T_FLBA ? c->width : 8;
     }
     if (opt.compression == CDC__PQ_ZSTD) {
         pq->zc = ZSTD_createCCtx();
@@ -1352,6 +1473,7 @@ int cdc__pq_row(cdc__pq *pq, const char *const *values, const size_t *lens, cdc_
     if (pq->ended) return cdc__err(err, CDC_EINVAL, "parquet: a row after the end of the file");
     /* 1. Parse the whole row, so that a bad value leaves nothing behind. */
     pq->scratch.len = 0;
+    size_t row_bytes = 0;
     for (size_t k = 0; k < pq->ncols; k++) {
         pq_cell *cell = &pq->cells[k];
         cell->scratch = 0;
@@ -1378,15 +1500,21 @@ int cdc__pq_row(cdc__pq *pq, const char *const *values, const size_t *lens, cdc_
     for (size_t k = 0; k < pq->ncols; k++) {
         pq_col *c = &pq->cols[k];
         pq_cell *cell = &pq->cells[k];
-        size_t before = c->vals.len + c->defs.len;
-        cdc__buf_putc(&c->defs, (char)!cell->null);
         if (cell->null) {
+            if (!c->with_defs) { /* the row group's first NULL: the levels of the rows before */
+                cdc__buf_reserve(&c->defs, pq->rg_rows + 1);
+                memset(c->defs.p, 1, pq->rg_rows);
+                c->defs.len = pq->rg_rows;
+                c->with_defs = 1;
+            }
+            cdc__buf_putc(&c->defs, 0);
             c->rg.nulls++;
         } else {
+            if (c->with_defs) cdc__buf_putc(&c->defs, 1);
             if (cell->scratch) cell->p = pq->scratch.p + cell->off;
             col_add(c, cell);
+            row_bytes += c->ptype == T_BYTE_ARRAY ? 4 + cell->n : (size_t)c->plain_bytes;
         }
-        pq->rg_bytes += c->vals.len + c->defs.len - before;
         if (c->vals.len - c->page_off >= PQ_PAGE_BYTES) {
             if (c->ncuts == c->capcuts) {
                 c->capcuts = c->capcuts ? 2 * c->capcuts : 16;
@@ -1396,6 +1524,11 @@ int cdc__pq_row(cdc__pq *pq, const char *const *values, const size_t *lens, cdc_
             c->page_off = c->vals.len;
         }
     }
+    /* The row group's size in memory: its values' PLAIN bytes and a level
+     * byte per column (counted even while no level is buffered).  Reading
+     * each column's buffer lengths before and after instead was a tenth of
+     * this function's samples. */
+    pq->rg_bytes += row_bytes + pq->ncols;
     pq->rows++;
     pq->rg_rows++;
     if (pq->rg_rows >= pq->o.row_group_rows || pq->rg_bytes >= PQ_RG_BYTES) flush_row_group(pq, out, offset);

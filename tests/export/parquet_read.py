@@ -158,12 +158,15 @@ ARROW_TYPES = "i8 int8|i16 int16|i32 int32|i64 int64|year int32|f32 float|f64 do
     "s string|j extension<arrow.json>|u extension<arrow.uuid>|d52 decimal128(5, 2)|d38 decimal128(38, 10)|" \
     "d2 decimal128(38, 2)|d0 decimal128(38, 0)|d18 decimal128(18, 4)|dneg decimal128(6, 0)|dv string|dbig string|dt date32[day]|" \
     "ts timestamp[us]|tsm timestamp[us]|tz timestamp[us, tz=UTC]|tm time64[us]|tms time64[us]|ztime string|" \
-    "by binary|st string|ar string|un string|allnull int64|id int64|v string|f double|flag bool"
+    "by binary|st string|ar string|un string|allnull int64|id int64|v string|f double|flag bool|" \
+    "seq int64|wrap int64|desc32 int32|wrap32 int32|sm16 int16|nullseq int64|tsa timestamp[us]|dta date32[day]|" \
+    "rnd int64|spike int64|spike32 int32"
 DUCK_TYPES = "i8 TINYINT|i16 SMALLINT|i32 INTEGER|i64 BIGINT|year INTEGER|f32 FLOAT|f64 DOUBLE|f64n DOUBLE|" \
     "b BOOLEAN|s VARCHAR|j JSON|u UUID|d52 DECIMAL(5,2)|d38 DECIMAL(38,10)|d2 DECIMAL(38,2)|d0 DECIMAL(38,0)|" \
     "d18 DECIMAL(18,4)|dneg DECIMAL(6,0)|dv VARCHAR|dbig VARCHAR|dt DATE|ts TIMESTAMP|tsm TIMESTAMP|tz TIMESTAMP WITH TIME ZONE|" \
     "tm TIME|tms TIME|ztime VARCHAR|by BLOB|st VARCHAR|ar VARCHAR|un VARCHAR|allnull BIGINT|id BIGINT|" \
-    "v VARCHAR|f DOUBLE|flag BOOLEAN"
+    "v VARCHAR|f DOUBLE|flag BOOLEAN|seq BIGINT|wrap BIGINT|desc32 INTEGER|wrap32 INTEGER|sm16 SMALLINT|" \
+    "nullseq BIGINT|tsa TIMESTAMP|dta DATE|rnd BIGINT|spike BIGINT|spike32 INTEGER"
 ARROW_TYPES = dict(x.split(" ", 1) for x in ARROW_TYPES.split("|"))
 DUCK_TYPES = dict(x.split(" ", 1) for x in DUCK_TYPES.split("|"))
 
@@ -363,6 +366,54 @@ def check_infinity():
         fail(f"infinity: duckdb isinf and sign {got}, want {want}")
 
 
+def check_delta():
+    """Integers the writer encodes as DELTA_BINARY_PACKED (ordered or slowly
+    changing ones): ascending, descending, a step of 1 that wraps around
+    the type (INT64_MAX then INT64_MIN), one step from INT64_MIN to
+    INT64_MAX (a miniblock 64 bits wide among narrow ones), NULLs between
+    values, dates and timestamps, in pages whose value counts end anywhere in a block of 128
+    (row groups of 33, 129, 161 and 20,000 rows, and 1 value after them).
+    Both readers must read them back, and the footer must name the encoding
+    (else this test would pass on PLAIN pages alone); an unordered column
+    beside them stays PLAIN."""
+    cols = [("seq", "int64", int, "int", None), ("wrap", "int64", int, "int", None),
+            ("desc32", "int32", int, "int", None), ("wrap32", "int32", int, "int", None),
+            ("sm16", "int16", int, "int", None), ("nullseq", "int64", int, "int", None),
+            ("tsa", "int64/io.debezium.time.MicroTimestamp", ts_us, "int", None),
+            ("dta", "int32/io.debezium.time.Date", date_days, "int", None),
+            ("rnd", "int64", int, "int", None), ("spike", "int64", int, "int", None),
+            ("spike32", "int32", int, "int", None)]
+
+    def wrapped(v, bits):
+        return (v + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+
+    t0 = datetime.datetime(2024, 1, 1)
+    rows = []
+    for r in range(20001):
+        wrap = str(wrapped((1 << 63) - 10000 + r, 64))
+        wrap32 = str(wrapped((1 << 31) - 10000 + r, 32))
+        spike = "-9223372036854775808" if r == 10000 else "9223372036854775807" if r == 10001 else str(r * 3)
+        spike32 = "-2147483648" if r == 10000 else "2147483647" if r == 10001 else str(r * 3)
+        rows.append([str(r), wrap, str(1000000 - 7 * r), wrap32, str(r % 30000 - 15000),
+                     None if r % 5 == 0 else str(r),
+                     (t0 + datetime.timedelta(seconds=r, microseconds=r % 7)).strftime("%Y-%m-%d %H:%M:%S.%f"),
+                     (datetime.date(1900, 1, 1) + datetime.timedelta(days=r)).isoformat(),
+                     str(r * 2654435761 % 1000003 * 9223372036), spike, spike32])
+    delta = {c[0] for c in cols} - {"rnd"}
+    for label, args, rg in (("delta", [], None), ("delta-rg33", ["-r", "33"], 33),
+                            ("delta-rg129", ["-r", "129", "-c", "snappy"], 129),
+                            ("delta-rg161", ["-r", "161", "-c", "none"], 161)):
+        check_file(label, cols, rows, args, rg_rows=rg)
+        md = pq.ParquetFile(os.path.join(WORK, label + ".parquet")).metadata
+        for i, c in enumerate(cols):
+            encs = set()
+            for g in range(md.num_row_groups):
+                encs.update(md.row_group(g).column(i).encodings)
+            if (c[0] in delta) != ("DELTA_BINARY_PACKED" in encs):
+                fail(f"{label}: column {c[0]}: encodings {sorted(encs)}, want DELTA_BINARY_PACKED "
+                     f"{'among them' if c[0] in delta else 'not among them'}")
+
+
 def main():
     check_infinity()
     n = max(len(c[4]) for c in COLUMNS)
@@ -384,6 +435,7 @@ def main():
                     None if r % 3 == 0 else repr(r / 7), None if r % 11 == 0 else "tf"[r % 2]])
     check_file("big", big_cols, big, ["-r", "120000"], rg_rows=120000)
     check_file("big-snappy", big_cols, big, ["-c", "snappy"])
+    check_delta()
     if failures:
         print(f"{len(failures)} mismatches")
         sys.exit(1)
