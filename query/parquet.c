@@ -783,7 +783,43 @@ static int parse_bytea(const char *s, size_t n, cdc__buf *out)
  * The digits go into 64 bits while there are at most 18 of them (below
  * 10^18: every NUMERIC(18) or narrower), into 128 bits past that: the
  * 128-bit multiplication per digit was a tenth of the row encoding's time. */
+static const uint64_t p10u[19] = {1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+                                  100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL,
+                                  1000000000000ULL, 10000000000000ULL, 100000000000000ULL,
+                                  1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL,
+                                  1000000000000000000ULL};
+
+static int parse_decimal_slow(const char *s, size_t n, int scale, int prec, __int128 *out);
+
+/* The common decimal first: [-+]digits[.digits], at most scale digits
+ * after the point and at most 18 digits with the scale's zeros appended,
+ * taken in one pass; anything else (more digits, zeros past the scale, a
+ * bad character) goes to parse_decimal_slow, which also judges it.  The
+ * one pass was written because the general one cost a twentieth of a
+ * Parquet export of a table with one NUMERIC(12,2) column of six. */
 static int parse_decimal(const char *s, size_t n, int scale, int prec, __int128 *out)
+{
+    size_t i = 0, fd = 0;
+    int neg = 0;
+    uint64_t v = 0;
+    if (n && (s[0] == '-' || s[0] == '+')) neg = s[i++] == '-';
+    size_t start = i;
+    for (; i < n && (unsigned)(s[i] - '0') <= 9; i++) v = v * 10 + (unsigned)(s[i] - '0');
+    size_t id = i - start;
+    if (i < n && s[i] == '.') {
+        size_t f0 = ++i;
+        for (; i < n && (unsigned)(s[i] - '0') <= 9; i++) v = v * 10 + (unsigned)(s[i] - '0');
+        fd = i - f0;
+    }
+    if (i != n || id + fd == 0 || fd > (size_t)scale || id + (size_t)scale > 18)
+        return parse_decimal_slow(s, n, scale, prec, out);
+    v *= p10u[scale - (int)fd];
+    if (prec < 19 && v >= p10u[prec]) return -1; /* more digits than the precision */
+    *out = neg ? -(__int128)v : (__int128)v;
+    return 0;
+}
+
+static int parse_decimal_slow(const char *s, size_t n, int scale, int prec, __int128 *out)
 {
     size_t i = 0;
     int neg = 0, nd = 0, fd = 0, any = 0, wide = 0;
@@ -876,9 +912,20 @@ static const char *conv_name(int conv)
 
 /* ---- Statistics ---- */
 
-static int bytes_cmp(const void *a, size_t an, const void *b, size_t bn)
+/* Bytewise order, shorter first on a tie.  Every string value is compared
+ * with its column's min and max: the first 8 bytes (or the first byte)
+ * decide most of them without a call to memcmp. */
+static inline int bytes_cmp(const void *a, size_t an, const void *b, size_t bn)
 {
     size_t n = an < bn ? an : bn;
+    if (n >= 8) {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y) return __builtin_bswap64(x) < __builtin_bswap64(y) ? -1 : 1;
+    } else if (n && *(const unsigned char *)a != *(const unsigned char *)b) {
+        return *(const unsigned char *)a < *(const unsigned char *)b ? -1 : 1;
+    }
     int r = n ? memcmp(a, b, n) : 0;
     return r ? r : (an > bn) - (an < bn);
 }
@@ -1043,9 +1090,14 @@ static void col_add(pq_col *c, const pq_cell *v)
         break;
     case T_FLBA:
         if (c->conv == C_DECIMAL) {
-            unsigned char be[16];
-            for (int i = 0; i < c->width; i++) be[c->width - 1 - i] = (unsigned char)(v->x >> (8 * i));
-            put_raw(&c->vals, be, (size_t)c->width);
+            /* The low width bytes of x, big-endian: x shifted to the top
+             * of 16 bytes and byte-swapped, all 16 stored (a copy of a
+             * constant size) and width of them kept. */
+            if (c->vals.cap - c->vals.len < 16) cdc__buf_reserve(&c->vals, 16);
+            unsigned __int128 u = (unsigned __int128)v->x << (8 * (16 - c->width));
+            uint64_t be[2] = {__builtin_bswap64((uint64_t)(u >> 64)), __builtin_bswap64((uint64_t)u)};
+            memcpy(c->vals.p + c->vals.len, be, 16);
+            c->vals.len += (size_t)c->width;
             if (first || v->x < s->xmin) s->xmin = v->x;
             if (first || v->x > s->xmax) s->xmax = v->x;
             s->has = 1;
