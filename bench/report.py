@@ -774,6 +774,12 @@ def main():
             if pq is not None and dk:
                 lines.append(f"- Parquet ({codec}) export {pq:.2f} s against DuckDB's COPY TO {dk:.2f} s "
                              f"(x{pq / dk:.2f}): {'met' if pq <= dk else 'NOT met'} (goal: as fast)")
+        floor = sec.get("the replica's read alone, 2 threads (floor of an export)")
+        dkz = sec.get("DuckDB COPY bench TO file (Parquet, zstd)")
+        if floor is not None and dkz:
+            lines.append(f"- the replica's read alone, nothing encoded (bench/scan_only.c): {floor:.2f} s, "
+                         f"x{floor / dkz:.2f} DuckDB's whole COPY TO (zstd): what encoding may take to "
+                         f"be as fast is the rest, {max(dkz - floor, 0):.2f} s")
         for kind in ("clustered", "scattered"):
             # every file-rows figure the run has (tests/query/bench.sh: FRS), the
             # default (250000) first

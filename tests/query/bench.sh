@@ -11,7 +11,7 @@
 #   cdcstore export to a CSV file against COPY public.bench TO a file
 #   then, typed (issue 12): cdcstore export --format parquet (zstd, snappy)
 #   against DuckDB's COPY of the same rows (loaded from the CSV) TO a Parquet
-#   file; cdcstore export --format delta of the whole table (default
+#   file, and the replica's read alone (the floor of any export); cdcstore export --format delta of the whole table (default
 #   --file-rows and 1,000,000); its refresh after 1% of the rows changed, in
 #   one contiguous key range and at random keys; file sizes beside, and the
 #   files read back (DuckDB, deltalake) against the replica's count
@@ -231,6 +231,20 @@ while IFS=$'\t' read -r what sec x; do
         report "DuckDB COPY bench TO file (Parquet, $what)" "${duck_t[$what]}" "$(calc "$N / $sec" 0) rows/s, $x bytes"
     fi
 done < "$T/duck.tsv"
+
+# The floor of any export: the replica's read alone (cdc_iter_next on two
+# threads, split at the middle key as the export splits the table), nothing
+# encoded or written (bench/scan_only.c).  What an export can gain on
+# DuckDB's COPY, which encodes rows it already holds in memory, ends here.
+if make -s -C "$ROOT" bench/out/bin/scan_only >/dev/null 2>&1; then
+    t=$(timeit "$ROOT/bench/out/bin/scan_only" "$D/replica" public.bench "[$((N / 2 + 1))]")
+    vs=""
+    [ -n "${duck_t[zstd]:-}" ] && vs="; x$(calc "$t / ${duck_t[zstd]}") DuckDB's COPY (zstd), x$(calc "$t / ${duck_t[snappy]}") (snappy)"
+    report "the replica's read alone, 2 threads (floor of an export)" "$t" \
+        "$(calc "$N / $t" 0) rows/s, $(sed -n 's/.*"cpu_seconds":\([0-9.]*\).*/\1/p' "$D/last.out") CPU-seconds$vs"
+else
+    echo "bench: bench/out/bin/scan_only did not build: the read floor is not measured" >&2
+fi
 
 # cdcstore export --format parquet of the replica.
 for codec in zstd snappy; do
