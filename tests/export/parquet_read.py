@@ -160,13 +160,13 @@ ARROW_TYPES = "i8 int8|i16 int16|i32 int32|i64 int64|year int32|f32 float|f64 do
     "ts timestamp[us]|tsm timestamp[us]|tz timestamp[us, tz=UTC]|tm time64[us]|tms time64[us]|ztime string|" \
     "by binary|st string|ar string|un string|allnull int64|id int64|v string|f double|flag bool|" \
     "seq int64|wrap int64|desc32 int32|wrap32 int32|sm16 int16|nullseq int64|tsa timestamp[us]|dta date32[day]|" \
-    "rnd int64|spike int64|spike32 int32"
+    "rnd int64|spike int64|spike32 int32|late string"
 DUCK_TYPES = "i8 TINYINT|i16 SMALLINT|i32 INTEGER|i64 BIGINT|year INTEGER|f32 FLOAT|f64 DOUBLE|f64n DOUBLE|" \
     "b BOOLEAN|s VARCHAR|j JSON|u UUID|d52 DECIMAL(5,2)|d38 DECIMAL(38,10)|d2 DECIMAL(38,2)|d0 DECIMAL(38,0)|" \
     "d18 DECIMAL(18,4)|dneg DECIMAL(6,0)|dv VARCHAR|dbig VARCHAR|dt DATE|ts TIMESTAMP|tsm TIMESTAMP|tz TIMESTAMP WITH TIME ZONE|" \
     "tm TIME|tms TIME|ztime VARCHAR|by BLOB|st VARCHAR|ar VARCHAR|un VARCHAR|allnull BIGINT|id BIGINT|" \
     "v VARCHAR|f DOUBLE|flag BOOLEAN|seq BIGINT|wrap BIGINT|desc32 INTEGER|wrap32 INTEGER|sm16 SMALLINT|" \
-    "nullseq BIGINT|tsa TIMESTAMP|dta DATE|rnd BIGINT|spike BIGINT|spike32 INTEGER"
+    "nullseq BIGINT|tsa TIMESTAMP|dta DATE|rnd BIGINT|spike BIGINT|spike32 INTEGER|late VARCHAR"
 ARROW_TYPES = dict(x.split(" ", 1) for x in ARROW_TYPES.split("|"))
 DUCK_TYPES = dict(x.split(" ", 1) for x in DUCK_TYPES.split("|"))
 
@@ -425,14 +425,18 @@ def main():
     check_file("types-empty", COLUMNS, [], [])
     check_file("types-one", COLUMNS, rows[:1], [])
     check_file("types-one-null", COLUMNS, [[None] * len(COLUMNS)], [])
-    # Many rows: pages of 1 MiB, NULL patterns for the level encoder, row groups.
+    # Many rows: pages of 1 MiB, NULL patterns for the level encoder, row groups;
+    # "late" has its row group's first NULL after two pages of values (the
+    # writer buffers levels only from a row group's first NULL on).
     big_cols = [("id", "int64", int, "int", None), ("v", "string", str, "str", None),
-                ("f", "float64", f64, "float", None), ("flag", "boolean", lambda t: t == "t", "eq", None)]
+                ("f", "float64", f64, "float", None), ("flag", "boolean", lambda t: t == "t", "eq", None),
+                ("late", "string", str, "str", None)]
     big = []
     for r in range(300000):
         nul = (r % 7 == 0) or (r // 1000) % 5 == 0 or (r % 50000) < 20
         big.append([str(r * 2654435761 % 1000003 - 500000), None if nul else f"value {r}",
-                    None if r % 3 == 0 else repr(r / 7), None if r % 11 == 0 else "tf"[r % 2]])
+                    None if r % 3 == 0 else repr(r / 7), None if r % 11 == 0 else "tf"[r % 2],
+                    None if r % 120000 in (100000, 119999) else f"late value {r:012d}"])
     check_file("big", big_cols, big, ["-r", "120000"], rg_rows=120000)
     check_file("big-snappy", big_cols, big, ["-c", "snappy"])
     check_delta()
