@@ -1315,7 +1315,7 @@ static void write_page(cdc__pq *pq, pq_col *c, size_t r0, size_t r1, size_t o0, 
         }
         if (enc == ENC_PLAIN) cdc__buf_put(pg, c->vals.p + o0, o1 - o0);
     }
-    *encs |= 1u << enc;
+    if (nv) *encs |= 1u << enc; /* a page of NULLs only has no values to encode */
     const cdc__buf *body = compress_page(pq);
     cdc__buf *h = &pq->hdr;
     h->len = 0;
