@@ -51,7 +51,7 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from read_table import arrow_columns, fmt_value, spark_kind, spark_session  # noqa: E402
+from read_table import arrow_columns, fmt_value, spark_columns, spark_session  # noqa: E402
 
 CDC, W = sys.argv[1], sys.argv[2]
 T0 = time.time()
@@ -448,20 +448,7 @@ def read_spark(spark, path, version, where=None):
         df = spark.read.format("delta").option("versionAsOf", version).load(path)
         if where:
             df = df.where(where)
-        kinds, exprs = [], []
-        for f in df.schema.fields:
-            kind, arg = spark_kind(f.dataType)
-            q = "`" + f.name.replace("`", "``") + "`"
-            if kind == "date":
-                q = f"unix_date({q})"
-            elif kind == "ts":
-                q = f"unix_micros(CAST({q} AS TIMESTAMP))"  # the session's zone is UTC
-            elif kind == "tstz":
-                q = f"unix_micros({q})"
-            kinds.append((f.name, kind, arg))
-            exprs.append(f"{q} AS `c{len(exprs)}`")
-        rows = df.selectExpr(*exprs).collect()
-        return text_columns([(n, k, a, [r[i] for r in rows]) for i, (n, k, a) in enumerate(kinds)])
+        return text_columns(spark_columns(df))
     except Exception as e:
         msg = str(e).strip().splitlines()
         return f"{type(e).__name__}: {msg[0][:300] if msg else ''}"

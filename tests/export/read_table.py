@@ -560,6 +560,29 @@ def spark_kind(dt):
     raise SystemExit(f"read_table: no text form for the Spark type {dt.simpleString()}")
 
 
+def spark_columns(df):
+    """A Spark DataFrame's columns as (name, kind, arg, values): dates as days and
+    timestamps as microseconds since 1970, times as microseconds of the day."""
+    kinds, exprs = [], []
+    for f in df.schema.fields:
+        kind, arg = spark_kind(f.dataType)
+        q = "`" + f.name.replace("`", "``") + "`"
+        if kind == "date":
+            q = f"unix_date({q})"
+        elif kind == "ts":
+            q = f"unix_micros(CAST({q} AS TIMESTAMP))"  # the session's zone is UTC
+        elif kind == "tstz":
+            q = f"unix_micros({q})"
+        elif kind == "time":
+            q = f"time_diff('MICROSECOND', TIME'00:00:00', {q})"
+        elif kind == "list" and arg[0] in ("date", "time", "ts", "tstz"):
+            raise SystemExit(f"read_table: spark: arrays of {arg[0]} not handled")
+        kinds.append((f.name, kind, arg))
+        exprs.append(f"{q} AS `c{len(exprs)}`")
+    rows = df.selectExpr(*exprs).collect()
+    return [(n, kind, arg, [r[i] for r in rows]) for i, (n, kind, arg) in enumerate(kinds)]
+
+
 def read_spark(a, tmp):
     delta = is_delta(a.path)
     if a.version is not None and not delta:
@@ -575,24 +598,7 @@ def read_spark(a, tmp):
             df = spark.read.parquet(os.path.abspath(a.path))
         if a.schema:
             return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
-        kinds, exprs = [], []
-        for f in df.schema.fields:
-            kind, arg = spark_kind(f.dataType)
-            q = "`" + f.name.replace("`", "``") + "`"
-            if kind == "date":
-                q = f"unix_date({q})"
-            elif kind == "ts":
-                q = f"unix_micros(CAST({q} AS TIMESTAMP))"  # the session's zone is UTC
-            elif kind == "tstz":
-                q = f"unix_micros({q})"
-            elif kind == "time":
-                q = f"time_diff('MICROSECOND', TIME'00:00:00', {q})"
-            elif kind == "list" and arg[0] in ("date", "time", "ts", "tstz"):
-                raise SystemExit(f"read_table: spark: arrays of {arg[0]} not handled")
-            kinds.append((f.name, kind, arg))
-            exprs.append(f"{q} AS `c{len(exprs)}`")
-        rows = df.selectExpr(*exprs).collect()
-        return [(n, kind, arg, [r[i] for r in rows]) for i, (n, kind, arg) in enumerate(kinds)]
+        return spark_columns(df)
     finally:
         spark.stop()
 
