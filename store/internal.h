@@ -141,6 +141,7 @@ void cdc__utf8_put(cdc__buf *b, unsigned cp);
  * appending the unescaped bytes to b.  Returns the position after the
  * closing quote, or NULL when malformed. */
 const char *cdc__json_read_string(const char *p, const char *end, cdc__buf *b);
+extern int cdc__json_pairs; /* store/json.c: -1 by the processor, 0 off (tests) */
 /* Parses a key given as JSON (an object naming the key columns, or an array
  * of the values in key order) into the key encoding, appended to out.
  * keycols may be NULL when the table's key columns are unknown (then only

@@ -2057,6 +2057,56 @@ Test(json, string_reader_every_offset)
             }
 }
 
+/* The reader's run of quote escapes (copy_pairs, where the processor has
+ * BMI2): strings dense in quotes, as an envelope in a kcat line is, mixed
+ * with the escapes that end such a run (a backslash, a newline, a control
+ * character) and UTF-8, at every length up to 300 and every alignment of a
+ * pair to the sixteen-byte blocks, read back equal with the run on and off,
+ * ending just past the closing quote; a literal cut anywhere is refused. */
+Test(json, string_reader_quote_runs)
+{
+    const char *pieces[] = {"\"", "\"", "\"", "\"", "a", "b", "\\", "\n", "\x01", "\xc3\xa9", "\xf0\x9f\x98\x80"};
+    const size_t np = sizeof pieces / sizeof *pieces;
+    unsigned seed = 11;
+    int saved = cdc__json_pairs;
+    for (int pass = 0; pass < 400; pass++)
+        for (size_t len = 0; len < 300; len += 1 + (size_t)(pass % 7)) {
+            cdc__buf in = {0}, lit = {0}, out = {0};
+            /* mostly quotes and letters; the others rarely, or never in
+             * every fourth string (a run to the end) */
+            for (size_t i = 0; i < len; i++) {
+                seed = seed * 1103515245u + 12345u;
+                unsigned r = (seed >> 16) % 100;
+                size_t k = r < 40 ? 0 : r < 95 || pass % 4 == 0 ? 4 + (r & 1) : 6 + r % (np - 6);
+                cdc__buf_put(&in, pieces[k], strlen(pieces[k]));
+            }
+            cdc__json_put_string(&lit, in.p, in.len);
+            size_t litlen = lit.len;
+            cdc__buf_put(&lit, ",\"x\":\"tail, long enough for a block past the end\"}", 48);
+            for (int on = 0; on < 2; on++) {
+                cdc__json_pairs = on ? saved : 0;
+                out.len = 0;
+                cdc__buf_put(&out, "prefix", 6);
+                const char *end = cdc__json_read_string(lit.p, lit.p + lit.len, &out);
+                cr_assert(end == lit.p + litlen, "pass %d length %zu (run %s): stopped at %td of %zu", pass, len,
+                          on ? "on" : "off", end ? end - lit.p : -1, litlen);
+                cr_assert(out.len == 6 + in.len && !memcmp(out.p, "prefix", 6) && !memcmp(out.p + 6, in.p, in.len),
+                          "pass %d length %zu (run %s): read back different", pass, len, on ? "on" : "off");
+                if (pass % 50 == 0)
+                    for (size_t cut = 0; cut < litlen; cut++) {
+                        out.len = 0;
+                        cr_assert(!cdc__json_read_string(lit.p, lit.p + cut, &out), "cut at %zu of %zu read", cut,
+                                  litlen);
+                    }
+            }
+            cdc__json_pairs = saved;
+            cdc__buf_free(&in);
+            cdc__buf_free(&lit);
+            cdc__buf_free(&out);
+        }
+    cr_log_info("quote runs: the processor's run is %s", saved > 0 ? "on" : "off (no BMI2)");
+}
+
 /* A column named twice in a row is refused, naming it, whatever the row's
  * width (pairs up to 16 columns, a hash set past that) and wherever the two
  * stand; the same rows without the repeat decode. */
