@@ -508,11 +508,60 @@ static int type_keeps_values(const char *a, const char *b)
     return 0;
 }
 
+/* The column of that name, or SIZE_MAX: a lookup that adds nothing. */
+static size_t col_find(const cdc__table *t, const char *name, size_t len)
+{
+    if (!t->colhcap) return SIZE_MAX;
+    for (size_t s = col_slot(t, name, len); t->colhash[s]; s = (s + 1) & (t->colhcap - 1)) {
+        const char *c = t->cols[t->colhash[s] - 1];
+        if (strnlen(c, len + 1) == len && !memcmp(c, name, len)) return t->colhash[s] - 1;
+    }
+    return SIZE_MAX;
+}
+
+/* The refusal of a type change among the descriptors, or NULL; changes
+ * nothing, so that a refused event leaves every column as it was (the
+ * columns before the refused one included). */
+static char *refused_type_change(const cdc__table *t, const cdc__version *ver, const cdc__buf *types)
+{
+    const char *p = types->p, *end = p + types->len;
+    uint64_t n;
+    if (cdc__get_varint(&p, end, &n)) return NULL;
+    for (uint64_t d = 0; d < n; d++) {
+        const char *name, *v;
+        size_t nl, vl;
+        int tag;
+        if (cdc__evrow_next(&p, end, &name, &nl, &tag, &v, &vl) || tag != CDC__V_TEXT || !vl) return NULL;
+        size_t i = col_find(t, name, nl);
+        if (i == SIZE_MAX) continue; /* a new column has no type to change */
+        const cdc__colmeta *m = &t->colmeta[i];
+        if (!m->type || (strlen(m->type) == vl && !memcmp(m->type, v, vl))) continue;
+        if (cdc__version_cmp(ver, &m->type_ver) < 0) continue; /* from before the change */
+        char *ty = cdc__strndup(v, vl);
+        if (type_keeps_values(m->type, ty)) {
+            free(ty);
+            continue;
+        }
+        cdc__buf why = {0};
+        cdc__buf_printf(&why,
+                        "column %s changed type from %s to %s, which can change the values the source "
+                        "holds in rows the replica will not see again; re-read the table (a snapshot or "
+                        "an incremental snapshot) and then `cdcstore resume --table %s`",
+                        t->cols[i], m->type, ty, t->name);
+        cdc__buf_putc(&why, 0);
+        free(ty);
+        return why.p;
+    }
+    return NULL;
+}
+
 char *cdc__table_check_types(cdc__table *t, const cdc__version *ver, const cdc__buf *types)
 {
     const char *p = types->p, *end = p + types->len;
     uint64_t n;
     if (!types->len || cdc__get_varint(&p, end, &n)) return NULL;
+    char *why = refused_type_change(t, ver, types);
+    if (why) return why;
     for (uint64_t d = 0; d < n; d++) {
         const char *name, *v;
         size_t nl, vl;
@@ -530,18 +579,7 @@ char *cdc__table_check_types(cdc__table *t, const cdc__version *ver, const cdc__
             free(ty);
             continue;
         }
-        if (m->type && !type_keeps_values(m->type, ty)) {
-            cdc__buf why = {0};
-            cdc__buf_printf(&why,
-                            "column %s changed type from %s to %s, which can change the values the source "
-                            "holds in rows the replica will not see again; re-read the table (a snapshot or "
-                            "an incremental snapshot) and then `cdcstore resume --table %s`",
-                            t->cols[i], m->type, ty, t->name);
-            cdc__buf_putc(&why, 0);
-            free(ty);
-            return why.p;
-        }
-        free(m->type);
+        free(m->type); /* a change that keeps the values (refused_type_change) */
         m->type = ty;
         m->type_ver = *ver;
         t->meta_dirty = 1;

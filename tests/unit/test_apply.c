@@ -1121,10 +1121,16 @@ Test(schema, narrowing_type_change_stops_the_table_until_resumed)
     cr_assert_eq(cdc_store_table_stopped(st, "public.orders", &why, NULL), 0);
     cr_assert_null(why);
     recs more = {0};
+    /* refused as a whole: the key column's widening before the refused
+     * column, and the new column after it, are not taken either */
     recs_add(&more, T, 0, o++, strdup("{\"order_id\":2}"),
-             env_schema("c", "[" F_ID "," F_V("string") "]", "{\"order_id\":2,\"v\":\"x\"}", 300, "false"));
+             env_schema("c",
+                        "[{\"type\":\"int64\",\"optional\":false,\"field\":\"order_id\"}," F_V("string")
+                        ",{\"type\":\"int16\",\"optional\":true,\"field\":\"w\"}]",
+                        "{\"order_id\":2,\"v\":\"x\",\"w\":1}", 300, "false"));
     recs_add(&more, T, 0, o++, strdup("{\"order_id\":3}"),
-             env_schema("c", "[" F_ID "," F_V("string") "]", "{\"order_id\":3,\"v\":\"y\"}", 310, "false"));
+             env_schema("c", "[{\"type\":\"int64\",\"optional\":false,\"field\":\"order_id\"}," F_V("string") "]",
+                        "{\"order_id\":3,\"v\":\"y\"}", 310, "false"));
     /* another table is not stopped */
     recs_add(&more, "shop.public.other", 0, 0, strdup("{\"id\":1}"),
              env_t("public.other", "c", NULL, "{\"id\":1}", 320, "false"));
@@ -1133,11 +1139,19 @@ Test(schema, narrowing_type_change_stops_the_table_until_resumed)
     cr_assert_eq(r.applied, 1);
     cr_assert_eq(cdc_store_table_stopped(st, "public.orders", &why, NULL), 0);
     cr_assert(why && strstr(why, "column v changed type from int64 to string"), "%s", why ? why : "(null)");
+    const char *const *ty;
+    size_t nty;
+    cr_assert_eq(cdc_store_column_types(st, "public.orders", &ty, &nty, NULL), 0);
+    cr_assert_eq(nty, 2, "the refused event's new column was not added");
+    cr_assert_str_eq(ty[0], "int32", "the refused event's widening of the key was not taken");
+    cr_assert_str_eq(ty[1], "int64");
     /* stopped across a reopen too */
     cdc_store_close(st);
     st = tu_open(dir);
     cr_assert_eq(cdc_store_table_stopped(st, "public.orders", &why, NULL), 0);
     cr_assert_not_null(why);
+    cr_assert_eq(cdc_store_column_types(st, "public.orders", &ty, &nty, NULL), 0);
+    cr_assert(nty == 2 && !strcmp(ty[0], "int32") && !strcmp(ty[1], "int64"), "the types as before the refusal");
     char *v = tu_export(st, "public.orders", 0);
     cr_assert_str_eq(v, "order_id,v\n1,9007199254740993\n");
     free(v);
@@ -1146,7 +1160,7 @@ Test(schema, narrowing_type_change_stops_the_table_until_resumed)
     cr_assert_eq(r.dead_letters, 0);
     cr_assert_eq(r.applied, 2);
     v = tu_export(st, "public.orders", 0);
-    cr_assert_str_eq(v, "order_id,v\n1,9007199254740993\n2,x\n3,y\n");
+    cr_assert_str_eq(v, "order_id,v\n1,9007199254740993\n2,x\n3,y\n"); /* w left the schema again */
     free(v);
     recs_free(&rs);
     recs_free(&more);
