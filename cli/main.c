@@ -419,7 +419,9 @@ static const char *export_usage =
     "  deltalake's to_pyarrow_table); the table keeps it.\n"
     "Without --table, every table is exported into the directory --output, as\n"
     "TABLE.csv, TABLE.ndjson, TABLE.parquet or a Delta table TABLE/ ('/' in a name\n"
-    "written %2F, '%' written %25).\n";
+    "written %2F, '%' written %25).  A table that fails is named and the others are\n"
+    "still written (exit status 1); a table without columns (only dead letters name\n"
+    "it) is skipped with a note.\n";
 
 /* A count of rows for a flag (cli_parse_uint); 0 after a message on stderr
  * when it is not one. */
@@ -692,15 +694,38 @@ static int cmd_export(int argc, char **argv)
         } else if ((r = cdc_store_tables(st, &tables, &n, &e))) {
             r = cli_fail(&e, r);
         }
+        /* A table that fails (a value its format cannot hold, a name Delta
+         * refuses) is said and the others go on: one bad table stopped the
+         * export of every table after it.  The status says a table failed. */
+        size_t failed = 0, skipped = 0;
+        int first = 0;
         for (size_t i = 0; !r && i < n; i++) {
+            const char *const *cols;
+            size_t ncols = 0;
+            if (cdc_store_columns(st, tables[i], &cols, &ncols, NULL) == 0 && ncols == 0 && !eo.meta) {
+                cli_printf_escaped(stderr,
+                                   "cdcstore export: %s skipped: it has no columns (no event of it was applied, "
+                                   "only dead letters name it)",
+                                   tables[i]);
+                skipped++;
+                continue;
+            }
             char *path = NULL, *name = table_file_name(tables[i]);
             if (asprintf(&path, "%s/%s%s", output, name, delta ? "" : ext[eo.format]) < 0) abort();
             free(name);
             pg.start = now();
-            r = export_one(st, tables[i], &eo, delta, path, &pg);
-            if (!r && !delta) cli_printf_escaped(stdout, "%s: %s", tables[i], path);
+            int ri = export_one(st, tables[i], &eo, delta, path, &pg);
+            if (!ri && !delta) cli_printf_escaped(stdout, "%s: %s", tables[i], path);
+            if (ri) {
+                failed++;
+                if (!first) first = ri;
+            }
             free(path);
         }
+        if (failed)
+            cli_printf_escaped(stderr, "cdcstore export: %zu of %zu tables failed (each said above); the others are in %s",
+                               failed, n - skipped, output);
+        if (!r) r = first;
         cdc_strings_free(tables, n);
     }
     cdc_store_close(st);

@@ -1422,8 +1422,14 @@ int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir, const 
     int rc = cdc_store_columns(st, table, &names, &n, err);
     if (!rc) rc = cdc_store_column_types(st, table, &types, &nt, err);
     if (rc) return rc;
+    if (!n)
+        return cdc__err(err, CDC_EINVAL,
+                        "export of %s: the table has no columns (no event of it was applied, only dead letters "
+                        "name it): a Delta table needs at least one",
+                        table);
     if ((rc = case_clash(table, names, n, err))) return rc;
-    if (mkdir(dir, 0755) && errno != EEXIST) return cdc__err(err, -errno, "%s: %s", dir, strerror(errno));
+    int made_dir = mkdir(dir, 0755) == 0; /* removed again when this export fails (if still empty) */
+    if (!made_dir && errno != EEXIST) return cdc__err(err, -errno, "%s: %s", dir, strerror(errno));
     /* The replica's point, read before any row: a change after it is
      * reported by the next refresh even when this one's reads saw it. */
     cdc_change_point_t point;
@@ -1630,6 +1636,14 @@ fail:
         char full_path[4500];
         snprintf(full_path, sizeof full_path, "%s/%s", dir, cdc__dv_file_name(dvf));
         unlink(full_path);
+    }
+    if (made_dir) { /* a failed first export leaves no directory behind: only empty ones go */
+        char sub[4200];
+        snprintf(sub, sizeof sub, "%s/_cdcstore", dir);
+        rmdir(sub);
+        snprintf(sub, sizeof sub, "%s/_delta_log", dir);
+        rmdir(sub);
+        rmdir(dir);
     }
 out:
     cdc__dv_file_free(dvf);

@@ -112,6 +112,15 @@ static int part_columns(part *p)
     /* --meta's columns must not repeat one of the table's: readers refuse a
      * Parquet file with two columns of one name (pyarrow: "Multiple matches
      * for FieldRef.Name(__lsn)"), and a CSV header with it is ambiguous. */
+    /* A table no event of which was applied (only dead letters name it)
+     * has no column: a Parquet file of none is refused by DuckDB ("Need at
+     * least one non-root column") and deltalake; CSV and NDJSON write an
+     * empty view as they would any. */
+    if (!rc && !p->ncols && !p->opts->meta && p->opts->format == CDC_FORMAT_PARQUET)
+        rc = cdc__err(&p->err, CDC_EINVAL,
+                      "export of %s: the table has no columns (no event of it was applied, only dead letters name "
+                      "it): a Parquet file needs at least one",
+                      p->table);
     for (size_t i = 0; !rc && p->opts->meta && i < p->ncols; i++)
         if (!strcmp(p->names[i], "__lsn") || !strcmp(p->names[i], "__deleted"))
             rc = cdc__err(&p->err, CDC_EINVAL,

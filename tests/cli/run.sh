@@ -620,6 +620,44 @@ check "slash: public.zz in public.zz.csv" grep -q '^1,zz$' "$T/slashout/all/publ
 check "slash: nothing written outside the directory ($(ls "$T/slashout" | tr '\n' ' '))" \
     test "$(ls "$T/slashout")" = all
 
+# ---- export of every table: one table failing does not stop the others ----
+# public.names has "UPPER" and "upper" (a Delta table cannot hold both),
+# public.big a NUMERIC value past 38 digits (Parquet's DECIMAL cannot hold
+# it), public.nul only a dead letter (a table without columns); public.good
+# is fine.  Each failure is said by name, the other tables are written, the
+# status is 1; a table without columns is skipped with a note; a failed
+# first Delta export leaves no directory behind.
+cat >"$T/mixed.jsonl" <<'JSON'
+{"topic":"shop.public.names","partition":0,"offset":1,"key":"{\"id\":1}","payload":"{\"op\":\"c\",\"after\":{\"id\":1,\"UPPER\":1,\"upper\":2},\"source\":{\"lsn\":10}}"}
+{"topic":"shop.public.nul","partition":0,"offset":1,"key":"{\"id\":1}","payload":"{\"op\":\"c\",\"after\":{\"id\":1,\"v\":\"a\\u0000b\"},\"source\":{\"lsn\":11}}"}
+{"topic":"shop.public.good","partition":0,"offset":1,"key":"{\"id\":1}","payload":"{\"op\":\"c\",\"after\":{\"id\":1,\"v\":\"fine\"},\"source\":{\"lsn\":12}}"}
+{"topic":"shop.public.big","partition":0,"offset":1,"key":"{\"id\": 1}","payload":"{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"struct\",\"optional\":true,\"field\":\"before\",\"fields\":[{\"type\":\"int64\",\"optional\":false,\"field\":\"id\"},{\"type\":\"bytes\",\"optional\":true,\"name\":\"org.apache.kafka.connect.data.Decimal\",\"parameters\":{\"scale\":\"2\"},\"field\":\"v\"}]},{\"type\":\"struct\",\"optional\":true,\"field\":\"after\",\"fields\":[{\"type\":\"int64\",\"optional\":false,\"field\":\"id\"},{\"type\":\"bytes\",\"optional\":true,\"name\":\"org.apache.kafka.connect.data.Decimal\",\"parameters\":{\"scale\":\"2\"},\"field\":\"v\"}]},{\"type\":\"struct\",\"optional\":false,\"field\":\"source\",\"fields\":[{\"type\":\"int64\",\"optional\":true,\"field\":\"lsn\"}]},{\"type\":\"string\",\"optional\":false,\"field\":\"op\"}]},\"payload\":{\"before\":null,\"after\":{\"id\":1,\"v\":\"HWMp8cNcpL+rufVhAAAAAAA=\"},\"source\":{\"lsn\":10},\"op\":\"c\"}}"}
+JSON
+run apply --db "$T/mixed" --quiet "$T/mixed.jsonl"
+check "mixed: applied with one dead letter (exit $rc: $(head -c 300 "$T/err"))" test "$rc" = 3
+run export --db "$T/mixed" --format delta --output "$T/mixed.delta"
+check "mixed: Delta export of every table: exit 1 (got $rc)" test "$rc" = 1
+check "mixed: Delta: the case clash named" has 'columns "UPPER" and "upper" differ only in case'
+check "mixed: Delta: the value out of range named" has "column v: '100000000000000000000000000000000000000.00'"
+check "mixed: Delta: the table without columns skipped" has "public.nul skipped: it has no columns"
+check "mixed: Delta: the summary" has "2 of 3 tables failed"
+check "mixed: Delta: public.good written despite the failures" test -s "$T/mixed.delta/public.good/_delta_log/00000000000000000000.json"
+check "mixed: Delta: no directory left by the failed tables ($(ls "$T/mixed.delta" | tr '\n' ' '))" \
+    test "$(ls "$T/mixed.delta")" = public.good
+run export --db "$T/mixed" --format parquet --output "$T/mixed.pq"
+check "mixed: Parquet export of every table: exit 1 (got $rc)" test "$rc" = 1
+check "mixed: Parquet: 1 of 3 failed" has "1 of 3 tables failed"
+check "mixed: Parquet: public.good and public.names written, nothing for public.big or public.nul ($(ls "$T/mixed.pq" | tr '\n' ' '))" \
+    test "$(ls "$T/mixed.pq" | tr '\n' ' ')" = "public.good.parquet public.names.parquet "
+run export --db "$T/mixed" --output "$T/mixed.csv"
+check "mixed: CSV export of every table: exit 0, public.nul skipped (got $rc)" \
+    bash -c "[ $rc = 0 ] && [ -s '$T/mixed.csv/public.big.csv' ] && [ ! -e '$T/mixed.csv/public.nul.csv' ]"
+for f in parquet delta; do
+    run export --db "$T/mixed" --table public.nul --format $f --output "$T/nul.$f"
+    check "mixed: $f export of the table without columns: exit 1, said, nothing written (got $rc)" \
+        bash -c "[ $rc = 1 ] && grep -q 'has no columns' '$T/err' && [ ! -e '$T/nul.$f' ]"
+done
+
 # ---- export into the replica's own directory: refused, the replica intact ----
 for o in "$T/db" "$T/db/CURRENT" "$T/db/orders.csv" "$T/db/../db/x.parquet"; do
     run export --db "$T/db" --table public.orders --output "$o"
