@@ -25,9 +25,13 @@
  *  - Column chunk statistics (null_count, min_value, max_value) in each
  *    type's sort order, with TypeDefinedOrder for every column in
  *    column_orders; the legacy min/max fields only for INT32 and INT64,
- *    whose legacy signed order is the defined order.  NaN is left out of
- *    float statistics, and min/max are left out when every value is NULL or
- *    NaN, or when one is longer than 4 KiB (as parquet-cpp does).
+ *    whose legacy signed order is the defined order.  min/max are left
+ *    out when every value is NULL, when one is longer than 4 KiB (as
+ *    parquet-cpp does), and for a float column when the chunk holds a NaN
+ *    (as DuckDB's writer does): the specification has readers take min/max
+ *    without NaN, but DuckDB and deltalake order NaN above every number and
+ *    skip a row group by its max, so `WHERE f > 5` lost a NaN row from a
+ *    chunk whose max was below 5.  The same for a Delta file's stats.
  *
  * What it does not: dictionary encoding, DATA_PAGE_V2, the other encodings
  * (DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY, BYTE_STREAM_SPLIT), nested or
@@ -120,6 +124,7 @@ enum {
 typedef struct pq_stat {
     uint64_t nulls;
     int has;
+    int nan;             /* a NaN among the values: no min/max (cdc__pq's head comment) */
     int64_t imin, imax;
     double dmin, dmax;
     __int128 xmin, xmax;
@@ -964,6 +969,7 @@ static void buf_set(cdc__buf *b, const void *p, size_t n)
 static void stat_merge(const pq_col *c, pq_stat *f, const pq_stat *r)
 {
     f->nulls += r->nulls;
+    f->nan |= r->nan;
     if (!r->has) return;
     int first = !f->has;
     f->has = 1;
@@ -981,6 +987,7 @@ static void stat_reset(pq_stat *s)
 {
     s->nulls = 0;
     s->has = 0;
+    s->nan = 0;
 }
 
 /* The PLAIN bytes of the min (or max) in tmp or the buffer; their length. */
@@ -1029,7 +1036,7 @@ static void stat_thrift(tw *t, const pq_col *c, const pq_stat *s)
         nmin = stat_bytes(c, s, 0, tmin, &pmin);
         nmax = stat_bytes(c, s, 1, tmax, &pmax);
     }
-    int minmax = s->has && nmin <= PQ_MAX_STAT && nmax <= PQ_MAX_STAT;
+    int minmax = s->has && !s->nan && nmin <= PQ_MAX_STAT && nmax <= PQ_MAX_STAT;
     int legacy = minmax && (c->ptype == T_INT32 || c->ptype == T_INT64);
     tw_struct(t, 12);
     if (legacy) {
@@ -1083,7 +1090,10 @@ static void col_add(pq_col *c, const pq_cell *v)
         } else {
             put_raw(&c->vals, &v->d, 8);
         }
-        if (isnan(v->d)) break;
+        if (isnan(v->d)) {
+            s->nan = 1;
+            break;
+        }
         if (first || v->d < s->dmin) s->dmin = v->d;
         if (first || v->d > s->dmax) s->dmax = v->d;
         s->has = 1;
@@ -1763,7 +1773,7 @@ void cdc__pq_stats_json(const cdc__pq *pq, cdc__buf *out)
             const pq_stat *s = c->file.has ? &c->file : &c->rg;
             if (c->file.has && c->rg.has && stat_cmp(c, &c->rg, max, &c->file, max) * (max ? 1 : -1) > 0)
                 s = &c->rg;
-            if (!s->has) continue;
+            if (!s->has || c->file.nan || c->rg.nan) continue;
             /* both bounds or neither: the other must be writable too */
             const pq_stat *o = c->file.has ? &c->file : &c->rg;
             if (c->file.has && c->rg.has && stat_cmp(c, &c->rg, !max, &c->file, !max) * (max ? -1 : 1) > 0)

@@ -185,7 +185,9 @@ Test(parquet, every_type_and_row_groups)
          * appear in nullCount only */
         const char *nc = strstr(s, "\"nullCount\"");
         cr_assert(nc && strstr(s, "\"f64\":") > nc && strstr(s, "\"dt\":") > nc, "%s", s);
-        cr_assert(strstr(s, "\"f32\":1.5"), "NaN is skipped: %s", s);
+        /* a NaN in a float column: no bounds (as DuckDB's writer), so that a
+         * reader ordering NaN above every number never skips its file */
+        cr_assert(strstr(s, "\"f32\":") > nc, "a column with NaN has no bounds: %s", s);
         cr_assert(strstr(s, "\"tz\":\"1970-01-01T00:00:00.000Z\"") && strstr(s, "\"tz\":\"2024-01-02T03:04:05.124Z\""),
                   "%s", s);
         cr_assert(strstr(s, "\"s\":\"\"") && strstr(s, "\"s\":\"zz\""), "%s", s);
