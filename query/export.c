@@ -109,9 +109,6 @@ static int part_columns(part *p)
      * which has no begin (CSV's and NDJSON's years, format.c) */
     p->ctx.types = p->types;
     p->ctx.ntypes = rc ? 0 : nt;
-    /* --meta's columns must not repeat one of the table's: readers refuse a
-     * Parquet file with two columns of one name (pyarrow: "Multiple matches
-     * for FieldRef.Name(__lsn)"), and a CSV header with it is ambiguous. */
     /* A table no event of which was applied (only dead letters name it)
      * has no column: a Parquet file of none is refused by DuckDB ("Need at
      * least one non-root column") and deltalake; CSV and NDJSON write an
@@ -121,6 +118,9 @@ static int part_columns(part *p)
                       "export of %s: the table has no columns (no event of it was applied, only dead letters name "
                       "it): a Parquet file needs at least one",
                       p->table);
+    /* --meta's columns must not repeat one of the table's: readers refuse a
+     * Parquet file with two columns of one name (pyarrow: "Multiple matches
+     * for FieldRef.Name(__lsn)"), and a CSV header with it is ambiguous. */
     for (size_t i = 0; !rc && p->opts->meta && i < p->ncols; i++)
         if (!strcmp(p->names[i], "__lsn") || !strcmp(p->names[i], "__deleted"))
             rc = cdc__err(&p->err, CDC_EINVAL,
