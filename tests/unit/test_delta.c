@@ -752,9 +752,12 @@ Test(delta, a_failing_writer_fails_the_export_and_leaves_no_file)
     int rc = cdc_export_delta(st, "public.orders", dl, &o, &res, &e);
     cr_assert_eq(rc, CDC_EINVAL, "rc %d: %s", rc, e.msg);
     cr_assert(strstr(e.msg, "key {\"order_id\":9}") && strstr(e.msg, "precision"), "%s", e.msg);
+    cr_assert_neq(access(dl, F_OK), 0, "the directory the failed export made is removed");
+    /* into a directory that was there before: it stays, empty of files */
+    cr_assert_eq(mkdir(dl, 0755), 0);
     cr_assert_neq(cdc_export_delta(st, "public.orders", dl, &o, &res, NULL), 0);
     DIR *d = opendir(dl);
-    cr_assert_not_null(d);
+    cr_assert_not_null(d, "a directory the export did not make is kept");
     for (struct dirent *de; (de = readdir(d));)
         cr_assert(!strstr(de->d_name, ".parquet"), "file %s left", de->d_name);
     closedir(d);
