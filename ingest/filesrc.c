@@ -254,12 +254,22 @@ static void batch_add(batch *b, const cdc_record_t *r, size_t topic_off, size_t 
     b->n++;
 }
 
-/* Turns the offsets into pointers once the text buffer stops moving. */
+/* Turns the offsets into pointers once the text buffer stops moving.  A
+ * record whose topic is the one before's points at that one's text: the
+ * store notes each record's position by its topic, and a pointer equal to
+ * the last one's spares it a strcmp per record on the apply's thread
+ * (store/apply.c pos_note: 2% of the samples of `cdcstore apply` on the
+ * narrow stream), paid here on the reader's. */
 static void batch_seal(batch *b)
 {
+    const char *prev = NULL;
     for (size_t i = 0; i < b->n; i++) {
         cdc_record_t *r = &b->recs[i];
         r->topic = b->off[i * 4] == NONE ? NULL : b->text.p + b->off[i * 4];
+        if (r->topic) {
+            if (prev && !strcmp(r->topic, prev)) r->topic = prev;
+            else prev = r->topic;
+        }
         r->key = b->off[i * 4 + 1] == NONE ? NULL : b->text.p + b->off[i * 4 + 1];
         r->value = b->off[i * 4 + 2] == NONE ? NULL : b->text.p + b->off[i * 4 + 2];
         r->old_key = b->off[i * 4 + 3] == NONE ? NULL : b->text.p + b->off[i * 4 + 3];

@@ -1582,7 +1582,7 @@ static int fold_group(apply_ctx *a, size_t g)
     rocksdb_writebatch_put_cf(a->wb, t->cf, rkey(a, g), a->rklen[g], a->out.p, a->out.len);
     a->st->rows_puts++;
     a->st->rows_put_bytes += a->rklen[g] + a->out.len;
-    if (a->f.flags & CDC__F_DELETED) cdc__vcache_del(a->st->vc, a->vh[g], t->cf, rkey(a, g), a->rklen[g]);
+    if (a->f.flags & CDC__F_DELETED) cdc__vcache_del(a->st->vc, a->vent[g], a->vh[g], t->cf, rkey(a, g), a->rklen[g]);
     else cdc__vcache_put(a->st->vc, a->vent[g], a->vh[g], t->cf, rkey(a, g), a->rklen[g], a->out.p, a->out.len);
     note_change(a, t, gr->key, gr->key_len);
     return 0;

@@ -186,11 +186,14 @@ uint64_t cdc__vcache_hash(const void *cf, const char *k, size_t kn);
 void cdc__vcache_prefetch(const cdc__vcache *c, uint64_t h, int entry);
 cdc__ventry *cdc__vcache_find(cdc__vcache *c, uint64_t h, const void *cf, const char *k, size_t kn);
 const char *cdc__vcache_value(const cdc__ventry *e, size_t *vn);
-/* Keeps v as the key's value; e: the key's entry when found, else NULL.
- * Returns the key's entry now, or NULL when v is too large to keep. */
+/* Keeps v as the key's value; e: the key's entry, or NULL when the key is
+ * not in the cache (the caller looked it up in this batch: nothing but
+ * the key's own put adds it before the batch's trim).  Returns the key's
+ * entry now, or NULL when v is too large to keep. */
 cdc__ventry *cdc__vcache_put(cdc__vcache *c, cdc__ventry *e, uint64_t h, const void *cf, const char *k, size_t kn,
                      const char *v, size_t vn);
-void cdc__vcache_del(cdc__vcache *c, uint64_t h, const void *cf, const char *k, size_t kn);
+/* Forgets the key; e as for put (NULL: not in the cache, nothing to do). */
+void cdc__vcache_del(cdc__vcache *c, const cdc__ventry *e, uint64_t h, const void *cf, const char *k, size_t kn);
 /* Evicts entries until the cache is within its budget. */
 void cdc__vcache_trim(cdc__vcache *c);
 /* Gives st an empty cache of budget bytes (tests: eviction at every batch). */

@@ -155,9 +155,9 @@ static void unlink_entry(cdc__vcache *c, cdc__ventry **pp)
     free(e);
 }
 
-void cdc__vcache_del(cdc__vcache *c, uint64_t h, const void *cf, const char *k, size_t kn)
+void cdc__vcache_del(cdc__vcache *c, const cdc__ventry *e, uint64_t h, const void *cf, const char *k, size_t kn)
 {
-    if (!c || !c->n) return;
+    if (!c || !c->n || !e) return;
     cdc__ventry **pp = find(c, h, cf, k, kn);
     if (*pp) unlink_entry(c, pp);
 }
@@ -188,11 +188,13 @@ cdc__ventry *cdc__vcache_put(cdc__vcache *c, cdc__ventry *e, uint64_t h, const v
     }
     size_t cap = (vn + 15) & ~(size_t)15;
     if (kn > UINT32_MAX || cap > UINT32_MAX || sizeof *e + kn + cap > c->budget / 16) {
-        cdc__vcache_del(c, h, cf, k, kn); /* too large to be worth its room: not kept */
+        cdc__vcache_del(c, e, h, cf, k, kn); /* too large to be worth its room: not kept */
         return NULL;
     }
-    cdc__ventry **pp = find(c, h, cf, k, kn);
-    if (*pp) unlink_entry(c, pp);
+    if (e) { /* outgrown: replaced (a key not in the cache needs no search) */
+        cdc__ventry **pp = find(c, h, cf, k, kn);
+        if (*pp) unlink_entry(c, pp);
+    }
     e = cdc__malloc(sizeof *e + kn + cap);
     e->hash = h;
     e->cf = cf;
