@@ -1146,6 +1146,8 @@ typedef struct start_state {
     int exists;          /* a stored or implied state (tombstone, floor, horizon) */
     int floor_slot;      /* the counter a floor of this batch moved for this key, -1 */
     cdc__version ver;
+    int raw;             /* a stored value was read (raw_ver: its version, before any floor) */
+    cdc__version raw_ver;
 } start_state;
 
 static int fold_start(apply_ctx *a, size_t g, start_state *ss)
@@ -1162,12 +1164,15 @@ static int fold_start(apply_ctx *a, size_t g, start_state *ss)
     fold_reset(f, t->ncols); /* the fold is reused across tables: size it to this one */
     ss->state = 0;
     ss->floor_slot = -1;
+    ss->raw = 0;
     if (a->vals[g]) {
         cdc__value sv;
         if (cdc__value_decode(a->vals[g], a->vlens[g], &sv) || fold_load_stored(f, t, sv.row, sv.row_len))
             return cdc__err(a->err, CDC_ECORRUPT, "table %s: stored value of a key does not decode", t->name);
         int raw_live = !(sv.flags & CDC__F_DELETED);
         cdc__version raw_ver = sv.ver;
+        ss->raw = 1;
+        ss->raw_ver = sv.ver;
         cdc__apply_floor(t, &sv);
         /* A live row read from RocksDB is kept for the next batches; a
          * tombstone or a row under the floor is not (store/vcache.c). */
@@ -1315,6 +1320,29 @@ static int note_skipped_columns(apply_ctx *a, cdc__table *t, const cdc__event *e
     }
     mark_added_later(t, n0);
     return cdc__table_note_columns(t, ver, a->present, &ev->defaults);
+}
+
+/* The column history of upserts that a floor raised by this same batch
+ * (a truncate, a completed snapshot) made stale: in a batch cut before the
+ * floor they were applied, and their columns noted.  Noted here too, so
+ * that the columns a table has do not depend on where the stream was cut (a
+ * table created and truncated in one batch had no column at all: an empty
+ * CSV header, and a Parquet export refused). */
+static int note_floored_columns(apply_ctx *a, cdc__table *t, size_t m, const start_state *ss)
+{
+    size_t k;
+    for (k = 0; k < a->nfloored && a->floored[k] != t; k++) {}
+    if (k == a->nfloored) return 0;
+    for (size_t j = 0; j < m; j++) {
+        const cdc__event *ev = &a->evs[a->order[j]];
+        const cdc__version *v = &a->sl[a->order[j]].ver;
+        if (ev->action != CDC__ACT_UPSERT || cdc__version_cmp(v, &a->old_floor[k]) <= 0 ||
+            (ss->raw && cdc__version_cmp(v, &ss->raw_ver) <= 0))
+            continue;
+        if (note_skipped_columns(a, t, ev, v))
+            return cdc__err(a->err, CDC_ECORRUPT, "table %s: an event row does not decode", t->name);
+    }
+    return 0;
 }
 
 /* ---- A row whose primary key changed ----
@@ -1627,7 +1655,7 @@ static int fold_group(apply_ctx *a, size_t g)
     int rc = fold_start(a, g, &ss);
     if (rc) return rc;
     check_partition(a, g, m);
-    if (count_not_applied(a, t, m, &ss)) return 0;
+    if (count_not_applied(a, t, m, &ss)) return note_floored_columns(a, t, m, &ss);
     if (fold_events(a, t, m, &kept, &unresolved))
         return cdc__err(a->err, CDC_ECORRUPT, "table %s: an event row does not decode", t->name);
     if ((a->f.flags & CDC__F_DELETED) && tombstone_key(a, t, gr))

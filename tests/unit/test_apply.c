@@ -2756,6 +2756,40 @@ Test(apply, truncates_are_counted)
     }
 }
 
+/* The columns a table has do not depend on where the stream was cut: rows
+ * created and then truncated in one batch (or made stale in it by the
+ * completion of a new snapshot) still give the table their columns, as
+ * batches of one do; a column of an event below the floor the table had
+ * before the batch adds nothing. */
+Test(apply, columns_of_rows_a_floor_of_the_same_batch_hides)
+{
+    const char *evs[] = {
+        "{\"op\":\"c\",\"after\":{\"id\":1,\"v\":\"a\",\"w\":1},\"source\":{\"schema\":\"public\",\"table\":\"tc\",\"lsn\":100}}",
+        "{\"op\":\"c\",\"after\":{\"id\":2,\"v\":\"b\",\"w\":2},\"source\":{\"schema\":\"public\",\"table\":\"tc\",\"lsn\":101}}",
+        "{\"op\":\"t\",\"source\":{\"schema\":\"public\",\"table\":\"tc\",\"lsn\":110}}",
+        /* older than the truncate, in a later batch: stale, no column */
+        "{\"op\":\"u\",\"after\":{\"id\":3,\"v\":\"c\",\"late\":1},\"source\":{\"schema\":\"public\",\"table\":\"tc\",\"lsn\":105}}",
+    };
+    const char *keys[] = {"{\"id\":1}", "{\"id\":2}", NULL, "{\"id\":3}"};
+    for (size_t bs = 1; bs <= 3; bs++) {
+        char *dir = tu_tmpdir();
+        cdc_store_t *st = tu_open(dir);
+        cdc_record_t recs[4];
+        for (int i = 0; i < 4; i++) recs[i] = tu_rec("x.public.tc", 0, i, keys[i], evs[i]);
+        for (size_t i = 0; i < 3; i += bs) tu_apply(st, recs + i, i + bs <= 3 ? bs : 3 - i);
+        char *v = tu_export(st, "public.tc", 0);
+        cr_expect_str_eq(v, "id,v,w\n", "batches of %zu", bs);
+        free(v);
+        tu_apply(st, recs + 3, 1);
+        v = tu_export(st, "public.tc", 0);
+        cr_expect_str_eq(v, "id,v,w\n", "batches of %zu, then a stale row below the floor", bs);
+        free(v);
+        cdc_store_close(st);
+        tu_rmrf(dir);
+        free(dir);
+    }
+}
+
 /* A replica whose CURRENT file is gone (the file naming its manifest) is
  * damaged: a writing open refuses it, naming the file, and leaves its data
  * files as they are (before, RocksDB started a new replica over them, which
