@@ -797,11 +797,14 @@ static const char *members(const cJSON *obj, const char *const *names, const cJS
 
 static int is_absent(const cJSON *v) { return v == NULL || cJSON_IsNull(v); }
 
-/* An object of exactly the two members "schema" and "payload": the
- * JsonConverter envelope of schemas.enable=true. */
+/* An object of exactly the two members "schema" and "payload", the schema
+ * an object or null: the JsonConverter envelope of schemas.enable=true.  (A
+ * key whose two columns are named schema and payload is not one: its
+ * schema member is a column's value, never a Connect schema object.) */
 static int is_wrapped(const cJSON *o)
 {
-    return cJSON_IsObject(o) && cJSON_GetArraySize(o) == 2 && member(o, "schema") &&
+    const cJSON *sc = member(o, "schema");
+    return cJSON_IsObject(o) && cJSON_GetArraySize(o) == 2 && sc && (cJSON_IsObject(sc) || cJSON_IsNull(sc)) &&
            member(o, "payload");
 }
 

@@ -2005,6 +2005,28 @@ Test(decode, exact_keys_and_lsns)
     cdc__event_free(&b);
 }
 
+/* A primary key of two columns named schema and payload is a key, not the
+ * JsonConverter's schemas.enable=true wrapper (whose schema is an object or
+ * null); the wrapper itself still unwraps. */
+Test(decode, key_columns_named_schema_and_payload)
+{
+    cdc__event ev = {0};
+    expect_ok("{\"schema\":\"a\",\"payload\":\"b\"}",
+              "{\"op\":\"c\",\"after\":{\"schema\":\"a\",\"payload\":\"b\",\"v\":1},\"source\":{\"lsn\":5}}", &ev);
+    cr_expect_str_eq(keyjson(&ev), "{\"schema\":\"a\",\"payload\":\"b\"}");
+    cdc__event_free(&ev);
+    cdc__event w = {0};
+    expect_ok("{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"int32\",\"optional\":false,\"field\":\"id\"}]},"
+              "\"payload\":{\"id\":7}}",
+              "{\"op\":\"c\",\"after\":{\"id\":7},\"source\":{\"lsn\":5}}", &w);
+    cr_expect_str_eq(keyjson(&w), "{\"id\":7}");
+    cdc__event_free(&w);
+    cdc__event n = {0};
+    expect_ok("{\"schema\":null,\"payload\":{\"id\":8}}", "{\"op\":\"c\",\"after\":{\"id\":8},\"source\":{\"lsn\":5}}", &n);
+    cr_expect_str_eq(keyjson(&n), "{\"id\":8}");
+    cdc__event_free(&n);
+}
+
 /* The one JSON string writer: control characters (C0, DEL, C1) escaped,
  * printable UTF-8 kept, a byte that is not UTF-8 replaced so the output
  * stays JSON. */
