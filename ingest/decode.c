@@ -797,15 +797,22 @@ static const char *members(const cJSON *obj, const char *const *names, const cJS
 
 static int is_absent(const cJSON *v) { return v == NULL || cJSON_IsNull(v); }
 
-/* An object of exactly the two members "schema" and "payload", the schema
- * an object or null: the JsonConverter envelope of schemas.enable=true.  (A
- * key whose two columns are named schema and payload is not one: its
- * schema member is a column's value, never a Connect schema object.) */
+/* An object of exactly the two members "schema" and "payload": the
+ * JsonConverter envelope of schemas.enable=true (a record value; one whose
+ * schema is not an object is refused, naming the schema). */
 static int is_wrapped(const cJSON *o)
 {
-    const cJSON *sc = member(o, "schema");
-    return cJSON_IsObject(o) && cJSON_GetArraySize(o) == 2 && sc && (cJSON_IsObject(sc) || cJSON_IsNull(sc)) &&
+    return cJSON_IsObject(o) && cJSON_GetArraySize(o) == 2 && member(o, "schema") &&
            member(o, "payload");
+}
+
+/* The same for a Kafka key, whose schema must also be an object or null: a
+ * key of two columns named schema and payload is a key, its schema member
+ * a column's value, never a Connect schema. */
+static int is_wrapped_key(const cJSON *o)
+{
+    const cJSON *sc = member(o, "schema");
+    return is_wrapped(o) && (cJSON_IsObject(sc) || cJSON_IsNull(sc));
 }
 
 /* A JSON number whose double is surely its exact integer value: |v| < 2^53
@@ -2138,7 +2145,7 @@ static void old_key(const dctx *c, cdc__event *ev, const cJSON *kfields)
     if (!r->old_key_len || !cdc__utf8_valid(r->old_key, r->old_key_len)) return;
     cJSON *doc = parse_json(r->old_key, r->old_key_len, &pos);
     if (!doc) return;
-    const cJSON *o = is_wrapped(doc) ? member(doc, "payload") : doc;
+    const cJSON *o = is_wrapped_key(doc) ? member(doc, "payload") : doc;
     if (cJSON_IsObject(o)) {
         dctx quiet = *c;
         quiet.err = NULL;
@@ -2219,7 +2226,7 @@ static int parse_kafka_key(const dctx *c, cJSON **kroot, const cJSON **kobj)
     if (!k) return fail(c, NULL, "malformed JSON in the Kafka key at byte %zu%s", pos, json_error_hint(r->key, r->key_len, pos));
     *kroot = k;
     const cJSON *o = k;
-    if (is_wrapped(o)) o = member(o, "payload");
+    if (is_wrapped_key(o)) o = member(o, "payload");
     if (is_absent(o)) return 0;
     if (!cJSON_IsObject(o))
         return fail(c, NULL, "the Kafka key is %s, not a JSON object of the key columns", json_kind(o));
@@ -2519,7 +2526,7 @@ static int decode(dctx *c, cJSON *root, cdc__event *ev)
     const cJSON *kobj, *fields;
     int rc = parse_kafka_key(c, &kroot, &kobj);
     c->nd->kroot = kroot;
-    const cJSON *kfields = is_wrapped(kroot) ? member(member(kroot, "schema"), "fields") : NULL;
+    const cJSON *kfields = is_wrapped_key(kroot) ? member(member(kroot, "schema"), "fields") : NULL;
     if (!kobj) { /* without a Kafka key, the row's schema says the key column's type (errors come below) */
         dctx quiet = *c;
         quiet.err = NULL;
