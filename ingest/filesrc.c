@@ -336,6 +336,13 @@ static void add_line(batch *b, const char *line, size_t len, const char *source,
          * gets the raw line, and rejects the latter with a clear reason (it
          * is dead-lettered with its file and line). */
         b->text.len = mark;
+        /* a byte-order mark before it (a file saved by an editor) is
+         * skipped, as scan_line skips it before a kcat line */
+        const char *q = skip_ws(line, line + len);
+        if (line + len - q >= 3 && !memcmp(q, "\xef\xbb\xbf", 3)) {
+            len -= (size_t)(q + 3 - line);
+            line = q + 3;
+        }
         voff = put_text(&b->text, line, len);
         r.value_len = len;
     }

@@ -259,7 +259,9 @@ Test(filesrc, hostile_lines_and_reasons)
         "{\"topic\":\"shop.public.evil\",\"partition\":0,\"offset\":1,\"key\":\"{\\\"id\\\":1}\",\"payload\":\"{\\\"op\\\":\\\"x\\\"}\"}\n"
         "{\"topic\":\"shop.public.evil\",\"partition\":0,\"offset\":2,\"key\":{\"id\":2},\"payload\":{\"op\":\"c\",\"after\":{\"id\":2},\"source\":{\"lsn\":5}}}\n"
         "\xef\xbb\xbf{\"topic\":\"shop.public.evil\",\"partition\":0,\"offset\":3,\"key\":\"{\\\"id\\\":3}\",\"payload\":\"{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":3},\\\"source\\\":{\\\"lsn\\\":6}}\"}\n"
-        "{\"topic\":\"shop.public.evil\",\"partition\":0,\"offset\":4,\"key\":\"{\\\"id\\\":4}\",\"payload\":\"{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":4},\\\"source\\\":{\\\"lsn\\\":1e999}}\"}\n");
+        "{\"topic\":\"shop.public.evil\",\"partition\":0,\"offset\":4,\"key\":\"{\\\"id\\\":4}\",\"payload\":\"{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":4},\\\"source\\\":{\\\"lsn\\\":1e999}}\"}\n"
+        /* a bare envelope after a byte-order mark, as a kcat line */
+        "\xef\xbb\xbf{\"op\":\"c\",\"after\":{\"id\":5},\"source\":{\"schema\":\"public\",\"table\":\"evil\",\"lsn\":7}}\n");
     char *dir = tu_tmpdir();
     cdc_store_t *st = tu_open(dir);
     cdc_apply_result_t r;
@@ -267,7 +269,7 @@ Test(filesrc, hostile_lines_and_reasons)
     cr_assert_eq(cdc_store_apply_file(st, path, NULL, &r, &e), 0, "%s", e.msg);
     cr_expect_eq(r.dead_letters, 2);
     char *v = tu_export(st, "public.evil", 0);
-    cr_expect_str_eq(v, "id\n2\n3\n", "the object payload and the line after a BOM apply");
+    cr_expect_str_eq(v, "id\n2\n3\n5\n", "the object payload and the lines after a BOM apply");
     free(v);
     cdc_dlq_iter_t *it;
     cdc_dead_letter_t dl;
