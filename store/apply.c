@@ -845,7 +845,13 @@ static int take_record(apply_ctx *a, size_t i)
     learn_keycols(t, ev);
     if (ev->action != CDC__ACT_FLOOR && !keycols_match(t, ev)) {
         cdc__buf m = {0};
-        cdc__buf_puts(&m, "the key's columns are not the table's primary key (");
+        cdc__buf_puts(&m, "the key's columns (");
+        const char *p = ev->keycols.p, *end = p + ev->keycols.len;
+        uint64_t nk = 0, l;
+        if (ev->keycols.len && cdc__get_varint(&p, end, &nk)) nk = 0;
+        for (uint64_t k = 0; k < nk && !cdc__get_varint(&p, end, &l) && l <= (uint64_t)(end - p); k++, p += l)
+            cdc__buf_printf(&m, "%s%.*s", k ? ", " : "", (int)l, p);
+        cdc__buf_puts(&m, ", in that order) are not the table's primary key (");
         for (size_t k = 0; k < t->nkey; k++) cdc__buf_printf(&m, "%s%s", k ? ", " : "", t->keycols[k]);
         cdc__buf_puts(&m, "): was the key changed, or does the record belong to another table?");
         cdc__buf_putc(&m, 0);
