@@ -111,7 +111,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(r->value[r->value_len] == 0, "record %zu: value not NUL-terminated", i);
         }
         if (kinds[i] != LINE_KCAT) {
-            FUZZ_CHECK(r->value && r->value_len == lens[i] && memcmp(r->value, lines[i], lens[i]) == 0,
+            /* the line, less a byte-order mark before it (add_line) */
+            const char *want = lines[i], *q = want;
+            size_t wl = lens[i];
+            while (q < want + wl && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')) q++;
+            if (want + wl - q >= 3 && !memcmp(q, "\xef\xbb\xbf", 3)) {
+                wl -= (size_t)(q + 3 - want);
+                want = q + 3;
+            }
+            FUZZ_CHECK(r->value && r->value_len == wl && memcmp(r->value, want, wl) == 0,
                        "record %zu: a bare line's value is not the line", i);
             FUZZ_CHECK(!r->topic && !r->key && r->offset == -1, "record %zu: a bare line with a position", i);
         }
