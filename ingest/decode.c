@@ -2236,11 +2236,10 @@ static int parse_kafka_key(const dctx *c, cJSON **kroot, const cJSON **kobj)
 
 /* ---- Envelope ---- */
 
-static int snapshot_kind(const dctx *c, const cJSON *v, int *out, int *end)
+static int snapshot_kind(const dctx *c, const cJSON *v, int *out)
 {
     char sn[80];
     *out = CDC__SNAP_NONE;
-    *end = 0;
     if (is_absent(v)) return 0;
     if (cJSON_IsBool(v)) {
         *out = cJSON_IsTrue(v) ? CDC__SNAP_TRUE : CDC__SNAP_NONE;
@@ -2251,7 +2250,7 @@ static int snapshot_kind(const dctx *c, const cJSON *v, int *out, int *end)
     if (!strcmp(s, "true") || !strcmp(s, "first") || !strcmp(s, "first_in_data_collection"))
         *out = CDC__SNAP_TRUE;
     else if (!strcmp(s, "last") || !strcmp(s, "last_in_data_collection"))
-        *out = CDC__SNAP_LAST, *end = s[4] == 0;
+        *out = CDC__SNAP_LAST;
     else if (!strcmp(s, "incremental"))
         *out = CDC__SNAP_INCREMENTAL;
     else if (!strcmp(s, "false"))
@@ -2491,7 +2490,7 @@ static int decode(dctx *c, cJSON *root, cdc__event *ev)
         return fail(c, NULL, "source is %s, not an object", json_kind(src));
     if (table_name(c, sm[S_SCHEMA], sm[S_TABLE], &ev->table)) return CDC_EDECODE;
     c->table = ev->table;
-    if (snapshot_kind(c, sm[S_SNAPSHOT], &ev->snapshot, &ev->snapshot_end)) return CDC_EDECODE;
+    if (snapshot_kind(c, sm[S_SNAPSHOT], &ev->snapshot)) return CDC_EDECODE;
     if (opl == 'r' && ev->snapshot == CDC__SNAP_NONE) ev->snapshot = CDC__SNAP_TRUE;
     int present;
     if (read_lsn(c, sm[S_LSN], &ev->lsn, &present)) return CDC_EDECODE;

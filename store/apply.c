@@ -698,8 +698,6 @@ static cdc__version assign_version(apply_ctx *a, cdc__table *t, const cdc_record
  * the batch remembers the floor before it (pass 2 counts what it deletes).
  * Returns the floor's order against the new one's: > 0 raised, 0 the same
  * floor again, < 0 below the table's floor (or not a floor). */
-static int raise_floor_to(apply_ctx *a, cdc__table *t, cdc__version fl);
-
 static int raise_floor(apply_ctx *a, cdc__table *t, const cdc__event *ev, const cdc__version *ver)
 {
     cdc__version fl;
@@ -713,11 +711,6 @@ static int raise_floor(apply_ctx *a, cdc__table *t, const cdc__event *ev, const 
         fl.commit = 0;
         fl.read = 0;
     } else return -1;
-    return raise_floor_to(a, t, fl);
-}
-
-static int raise_floor_to(apply_ctx *a, cdc__table *t, cdc__version fl)
-{
     int cmp = t->floor_set ? cdc__version_cmp(&fl, &t->floor) : 1;
     if (cmp <= 0) return cmp;
     size_t k;
@@ -735,56 +728,6 @@ static int raise_floor_to(apply_ctx *a, cdc__table *t, cdc__version fl)
     /* rows under the new floor are read again, as stored (store/vcache.c) */
     cdc__vcache_clear(a->st->vc);
     return 1;
-}
-
-/* A snapshot's completion for the tables its last_in_data_collection read
- * never completed.  Debezium marks a read "last" (the snapshot's last),
- * else "first" (its first), else "last_in_data_collection", else
- * "first_in_data_collection" (RelationalSnapshotChangeEventSource's
- * SnapshotMarkerResolver): the only row of the first table read is marked
- * "first", and that table's completion was never seen, so after a new
- * snapshot (a slot made again) the rows deleted meanwhile stayed.  The
- * "last" read ends the whole snapshot: every table it read is complete by
- * then.  So the epoch C of a "last" read is kept in the store (meta key
- * "X" + C), every table with a read of C so far gets the floor (C, gap, C),
- * and a read of C that comes later (another topic consumed after it) raises
- * its table's floor the same way.  Raising a floor early hides nothing the
- * snapshot holds: its reads are (C, 1, C) and later changes (C, 2, L), both
- * above; only rows from before it go, which it would have read again.  A
- * snapshot that never ended (no "last": the connector stopped and began a
- * new one) completes no table this way.  A table the snapshot found empty
- * emits no read at all: its old rows stay (no event says it was read). */
-static int snap_done(const cdc_store_t *st, uint64_t c)
-{
-    for (size_t i = st->nsnaps_done; i > 0; i--)
-        if (st->snaps_done[i - 1] == c) return 1;
-    return 0;
-}
-
-static int has_epoch(const cdc__table *t, uint64_t c)
-{
-    for (size_t k = 0; k < t->nepochs; k++)
-        if (t->epochs[k] == c) return 1;
-    return 0;
-}
-
-static void complete_snapshot(apply_ctx *a, cdc__table *t, const cdc__event *ev)
-{
-    cdc_store_t *st = a->st;
-    uint64_t c = ev->lsn;
-    cdc__version fl = {c, CDC__KIND_GAP, c, 0, 0};
-    if (!snap_done(st, c)) {
-        if (!ev->snapshot_end) return;
-        st->snaps_done = cdc__realloc(st->snaps_done, (st->nsnaps_done + 1) * sizeof *st->snaps_done);
-        st->snaps_done[st->nsnaps_done++] = c;
-        char k[10] = {'X', 0};
-        for (int i = 0; i < 8; i++) k[2 + i] = (char)(c >> (56 - 8 * i));
-        rocksdb_writebatch_put_cf(a->wb, st->meta_cf, k, sizeof k, "", 0);
-        for (size_t i = 0; i < st->ntables; i++)
-            if (st->tables[i] != t && has_epoch(st->tables[i], c)) raise_floor_to(a, st->tables[i], fl);
-        return; /* t's own: its "last" read raises it (raise_floor) */
-    }
-    raise_floor_to(a, t, fl);
 }
 
 /* Chains event i into the group of its (table, key). */
@@ -874,7 +817,6 @@ static int take_record(apply_ctx *a, size_t i)
             return dead_in_table(a, t, i, cdc__strdup(why));
         }
     }
-    if (ev->snapshot == CDC__SNAP_TRUE || ev->snapshot == CDC__SNAP_LAST) complete_snapshot(a, t, ev);
     int raised = raise_floor(a, t, ev, &s->ver);
     if (ev->action != CDC__ACT_FLOOR) {
         group_add(a, t, i);

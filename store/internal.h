@@ -233,8 +233,6 @@ enum {
 typedef struct cdc__event {
     int action;            /* CDC__ACT_* */
     int snapshot;          /* CDC__SNAP_* */
-    int snapshot_end;      /* source.snapshot "last": the last read of the whole snapshot, after
-                            * which every table it read is complete (store/apply.c) */
     uint64_t lsn;          /* the source's log position of the change (the snapshot's for reads) */
     uint64_t commit;       /* commit order: the end of the commit record delivered before it; 0 unknown */
     int64_t ts_ms;         /* the source's commit or read time */

@@ -957,11 +957,6 @@ static int load_meta(cdc_store_t *st, cdc_error_t *err)
                 for (int i = 4; i < 12; i++) off = off << 8 | q[i];
                 cdc__mark_add(st, topic, part, (int64_t)off, x);
             }
-        } else if (k[0] == 'X' && kl == 10) { /* a completed snapshot's epoch (store/apply.c) */
-            uint64_t c = 0;
-            for (int i = 2; i < 10; i++) c = c << 8 | (unsigned char)k[i];
-            st->snaps_done = cdc__realloc(st->snaps_done, (st->nsnaps_done + 1) * sizeof *st->snaps_done);
-            st->snaps_done[st->nsnaps_done++] = c;
         } else if (k[0] == 'D') {
             const char *z = memchr(k + 2, 0, kl - 2);
             uint64_t x;
@@ -1331,7 +1326,6 @@ void cdc_store_close(cdc_store_t *st)
     free(st->tabhash);
     for (size_t i = 0; i < st->nmarks; i++) free(st->marks[i].topic);
     free(st->marks);
-    free(st->snaps_done);
     for (size_t i = 0; i < st->npos; i++) free(st->pos[i].topic);
     free(st->pos);
     for (size_t i = 0; i < st->nscales; i++) {

@@ -227,9 +227,6 @@ struct cdc_store {
     size_t tabhcap;                      /* slots, a power of two above 2 x ntables */
     cdc__mark *marks;
     size_t nmarks;
-    uint64_t *snaps_done;                /* epochs of the snapshots whose last read was applied
-                                          * (meta "X" keys; store/apply.c complete_snapshot) */
-    size_t nsnaps_done;
     cdc__pos *pos;
     size_t npos;
     cdc__scale *scales;

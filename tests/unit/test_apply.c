@@ -1269,69 +1269,6 @@ Test(resnapshot, rows_deleted_in_the_gap_disappear_and_replay_changes_nothing)
     free(dir);
 }
 
-/* Debezium marks the only row of the first table a snapshot reads "first"
- * (its marker resolver puts first-of-snapshot before last-of-table), so that
- * table's completion is never said by a last_in_data_collection read: the
- * snapshot's "last" read completes it.  Snapshot 1000: table a holds rows 1
- * and 2, b one; the slot is made again and a's row 2 deleted meanwhile;
- * snapshot 5000: a holds row 1 (its first read and only one), b one row
- * (the snapshot's last).  Row 2 must go, whichever topic is consumed first,
- * at every batch size, across a reopen between the two topics, and a replay
- * changes nothing. */
-Test(resnapshot, a_one_row_first_table_is_completed_by_the_snapshots_last_read)
-{
-    recs a = {0}, b = {0};
-    recs_add(&a, "shop.public.a", 0, 0, strdup("{\"id\":1}"), env_t("public.a", "r", NULL, "{\"id\":1,\"v\":\"a1\"}", 1000, "first"));
-    recs_add(&a, "shop.public.a", 0, 1, strdup("{\"id\":2}"), env_t("public.a", "r", NULL, "{\"id\":2,\"v\":\"a2\"}", 1000, "last_in_data_collection"));
-    recs_add(&b, "shop.public.b", 0, 0, strdup("{\"id\":1}"), env_t("public.b", "r", NULL, "{\"id\":1,\"v\":\"b1\"}", 1000, "last"));
-    recs_add(&a, "shop.public.a", 0, 2, strdup("{\"id\":1}"), env_t("public.a", "r", NULL, "{\"id\":1,\"v\":\"a1\"}", 5000, "first"));
-    recs_add(&b, "shop.public.b", 0, 1, strdup("{\"id\":1}"), env_t("public.b", "r", NULL, "{\"id\":1,\"v\":\"b1\"}", 5000, "last"));
-    /* interleaved as one connector emits them, a first, b first */
-    cdc_record_t inter[5] = {a.r[0], a.r[1], b.r[0], a.r[2], b.r[1]};
-    cdc_record_t orders[3][5];
-    memcpy(orders[0], inter, sizeof inter);
-    memcpy(orders[1], a.r, 3 * sizeof *a.r), memcpy(orders[1] + 3, b.r, 2 * sizeof *b.r);
-    memcpy(orders[2], b.r, 2 * sizeof *b.r), memcpy(orders[2] + 2, a.r, 3 * sizeof *a.r);
-    const char *names[3] = {"as emitted", "topic a first", "topic b first"};
-    for (int o = 0; o < 3; o++)
-        for (size_t bs = 1; bs <= 5; bs += 4)
-            for (int reopen = 0; reopen < 2; reopen++) {
-                char *dir = tu_tmpdir();
-                cdc_store_t *st = tu_open(dir);
-                for (size_t i = 0; i < 5; i += bs) {
-                    if (reopen && i == 2) {
-                        cdc_store_close(st);
-                        st = tu_open(dir);
-                    }
-                    tu_apply(st, orders[o] + i, i + bs <= 5 ? bs : 5 - i);
-                }
-                char *v = tu_export(st, "public.a", 0);
-                cr_assert_str_eq(v, "id,v\n1,a1\n", "%s, batches of %zu%s: row 2 of a stayed", names[o], bs,
-                                 reopen ? ", reopened" : "");
-                free(v);
-                cr_assert_eq(tu_apply(st, orders[o], 5).applied, 0, "a replay changes nothing");
-                v = tu_export(st, "public.a", 0);
-                cr_assert_str_eq(v, "id,v\n1,a1\n");
-                free(v);
-                cdc_store_close(st);
-                tu_rmrf(dir);
-                free(dir);
-            }
-    /* a snapshot that never ended (no "last" read) completes no table */
-    char *dir = tu_tmpdir();
-    cdc_store_t *st = tu_open(dir);
-    tu_apply(st, inter, 3);
-    tu_apply(st, inter + 3, 1); /* the new snapshot's first read; it stops there */
-    char *v = tu_export(st, "public.a", 0);
-    cr_assert_str_eq(v, "id,v\n1,a1\n2,a2\n", "an unfinished snapshot deletes nothing");
-    free(v);
-    cdc_store_close(st);
-    tu_rmrf(dir);
-    free(dir);
-    recs_free(&a);
-    recs_free(&b);
-}
-
 /* ---- Keys, deletes, tombstones ---- */
 
 Test(gc, purged_tombstone_still_blocks_a_late_older_update)
