@@ -1285,7 +1285,8 @@ static int note_floored_columns(apply_ctx *a, cdc__table *t, size_t m, const sta
         const cdc__event *ev = &a->evs[a->order[j]];
         const cdc__version *v = &a->sl[a->order[j]].ver;
         if (ev->action != CDC__ACT_UPSERT || cdc__version_cmp(v, &a->old_floor[k]) <= 0 ||
-            (ss->raw && cdc__version_cmp(v, &ss->raw_ver) <= 0))
+            (ss->raw && cdc__version_cmp(v, &ss->raw_ver) <= 0) ||
+            (!ss->raw && t->horizon_set && cdc__version_cmp(v, &t->horizon) <= 0)) /* stale by the purge too */
             continue;
         if (note_skipped_columns(a, t, ev, v))
             return cdc__err(a->err, CDC_ECORRUPT, "table %s: an event row does not decode", t->name);
