@@ -1433,10 +1433,11 @@ int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir, const 
     /* The replica's point, read before any row: a change after it is
      * reported by the next refresh even when this one's reads saw it. */
     cdc_change_point_t point;
-    if ((rc = cdc_store_change_point(st, &point, err))) return rc;
-
     dlog l;
-    if ((rc = dlog_read(dir, &l, err))) return rc;
+    if ((rc = cdc_store_change_point(st, &point, err)) || (rc = dlog_read(dir, &l, err))) {
+        if (made_dir) rmdir(dir);
+        return rc;
+    }
     /* A Delta table holds one table of the replica: an export of another
      * into it replaced its rows with the other's, silently, as a new
      * version.  (Tables written before the name was recorded are taken.) */
