@@ -194,6 +194,7 @@ int cdc__json_pairs = -1;
 /* asked once, before any thread reads it */
 __attribute__((constructor)) static void pairs_init(void)
 {
+    __builtin_cpu_init(); /* this may run before libgcc's own constructor that fills what the next line reads */
     if (cdc__json_pairs < 0) cdc__json_pairs = __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
 }
 
