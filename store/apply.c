@@ -1118,9 +1118,8 @@ static int fold_start(apply_ctx *a, size_t g, start_state *ss)
         if (cdc__value_decode(a->vals[g], a->vlens[g], &sv) || fold_load_stored(f, t, sv.row, sv.row_len))
             return cdc__err(a->err, CDC_ECORRUPT, "table %s: stored value of a key does not decode", t->name);
         int raw_live = !(sv.flags & CDC__F_DELETED);
-        cdc__version raw_ver = sv.ver;
         ss->raw = 1;
-        ss->raw_ver = sv.ver;
+        ss->raw_ver = sv.ver; /* before the floor */
         cdc__apply_floor(t, &sv);
         /* A live row read from RocksDB is kept for the next batches; a
          * tombstone or a row under the floor is not (store/vcache.c). */
@@ -1133,7 +1132,7 @@ static int fold_start(apply_ctx *a, size_t g, start_state *ss)
              * event of the batch brings the row back above the floor (a row
              * the new snapshot contains). */
             for (size_t k = 0; k < a->nfloored; k++)
-                if (a->floored[k] == t && cdc__version_cmp(&raw_ver, &a->old_floor[k]) >= 0) {
+                if (a->floored[k] == t && cdc__version_cmp(&ss->raw_ver, &a->old_floor[k]) >= 0) {
                     ss->floor_slot = t->floor.kind == CDC__KIND_GAP ? CDC__ST_GAP_DELETES : CDC__ST_DELETES;
                     stat_add(t, ss->floor_slot, 1);
                     stat_add(t, CDC__ST_LIVE, -1);

@@ -320,14 +320,15 @@ static void col_index_grow(cdc__table *t)
     }
 }
 
+static size_t col_find(const cdc__table *t, const char *name, size_t len);
+
 size_t cdc__table_col(cdc__table *t, const char *name, size_t len)
 {
     if (2 * (t->ncols + 1) > t->colhcap) col_index_grow(t);
+    size_t found = col_find(t, name, len);
+    if (found != SIZE_MAX) return found;
     size_t s = col_slot(t, name, len);
-    for (; t->colhash[s]; s = (s + 1) & (t->colhcap - 1)) {
-        const char *c = t->cols[t->colhash[s] - 1];
-        if (strnlen(c, len + 1) == len && !memcmp(c, name, len)) return t->colhash[s] - 1;
-    }
+    while (t->colhash[s]) s = (s + 1) & (t->colhcap - 1);
     if (t->ncols == t->capcols) {
         t->capcols = t->capcols ? t->capcols * 2 : 16;
         t->cols = cdc__realloc(t->cols, t->capcols * sizeof *t->cols);
@@ -508,7 +509,8 @@ static int type_keeps_values(const char *a, const char *b)
     return 0;
 }
 
-/* The column of that name, or SIZE_MAX: a lookup that adds nothing. */
+/* The column of that name, or SIZE_MAX: a lookup that adds nothing
+ * (cdc__table_col adds it). */
 static size_t col_find(const cdc__table *t, const char *name, size_t len)
 {
     if (!t->colhcap) return SIZE_MAX;
