@@ -105,6 +105,12 @@ void cli_printf_escaped(FILE *f, const char *fmt, ...) __attribute__((format(pri
  * "0 tombstones"): every count the command prints in a sentence. */
 const char *cli_plural(uint64_t n, const char *one, const char *many);
 
+/* The closing line of an apply or ingest that met bad records: how many
+ * went to the dead-letter store, how many of them were there already (an
+ * earlier run's, or this run's: each is stored once), and the command that
+ * lists them. */
+void cli_dead_letters_note(FILE *f, const char *cmd, const cdc_apply_result_t *r, const char *db);
+
 /* 1 when the n bytes at s are valid UTF-8. */
 int cli_utf8_valid(const char *s, size_t n);
 /* Writes the n bytes at data to f in base64. */

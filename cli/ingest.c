@@ -277,9 +277,7 @@ int cmd_ingest(int argc, char **argv)
             cli_plural(s.total.tombstones, "tombstone", "tombstones"), (unsigned long long)s.total.dead_letters,
             cli_plural(s.total.dead_letters, "dead letter", "dead letters"), latency);
     if (status == EXIT_OK && s.total.dead_letters) {
-        cli_printf_escaped(stderr, "cdcstore ingest: %llu %s written; see `cdcstore dlq list --db %s`",
-                           (unsigned long long)s.total.dead_letters,
-                           cli_plural(s.total.dead_letters, "dead letter", "dead letters"), db);
+        cli_dead_letters_note(stderr, "ingest", &s.total, db);
         status = EXIT_DEAD;
     }
 out_store:

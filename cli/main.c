@@ -314,6 +314,7 @@ static int cmd_apply(int argc, char **argv)
         all.duplicate += t.duplicate;
         all.tombstones += t.tombstones;
         all.dead_letters += t.dead_letters;
+        all.dead_letters_known += t.dead_letters_known;
         if (rc == CDC_ESTOPPED) {
             cli_printf_escaped(stderr, "cdcstore: %s", e.msg);
             status = EXIT_STOPPED;
@@ -356,9 +357,7 @@ static int cmd_apply(int argc, char **argv)
         return status;
     }
     if (status == EXIT_OK && all.dead_letters) {
-        cli_printf_escaped(stderr, "cdcstore apply: %llu %s written; see `cdcstore dlq list --db %s`",
-                           (unsigned long long)all.dead_letters,
-                           cli_plural(all.dead_letters, "dead letter", "dead letters"), db);
+        cli_dead_letters_note(stderr, "apply", &all, db);
         status = EXIT_DEAD;
     }
     fflush(NULL);

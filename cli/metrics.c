@@ -197,7 +197,7 @@ static void put_page(FILE *f, const cli_metrics *m)
     put_counter(f, "cdcstore_duplicate_total", "events skipped in this run: the same version as stored",
                 r->duplicate);
     put_counter(f, "cdcstore_tombstones_total", "Kafka tombstones (null values) in this run", r->tombstones);
-    put_counter(f, "cdcstore_dead_letters_total", "records written to the dead-letter store in this run",
+    put_counter(f, "cdcstore_dead_letters_total", "bad records (dead letters) in this run, each stored once",
                 r->dead_letters);
     put_counter(f, "cdcstore_batches_total", "batches applied in this run", m->run.batches);
     if (m->run.lag >= 0)

@@ -144,6 +144,20 @@ const char *cli_plural(uint64_t n, const char *one, const char *many)
     return n == 1 ? one : many;
 }
 
+void cli_dead_letters_note(FILE *f, const char *cmd, const cdc_apply_result_t *r, const char *db)
+{
+    uint64_t fresh = r->dead_letters - r->dead_letters_known;
+    if (!r->dead_letters_known)
+        cli_printf_escaped(f, "cdcstore %s: %llu %s written; see `cdcstore dlq list --db %s`", cmd,
+                           (unsigned long long)fresh, cli_plural(fresh, "dead letter", "dead letters"), db);
+    else
+        cli_printf_escaped(f,
+                           "cdcstore %s: %llu %s written, %llu met again (in the dead-letter store already, "
+                           "stored once); see `cdcstore dlq list --db %s`",
+                           cmd, (unsigned long long)fresh, cli_plural(fresh, "dead letter", "dead letters"),
+                           (unsigned long long)r->dead_letters_known, db);
+}
+
 void cli_write_escaped(FILE *f, const char *s, size_t n)
 {
     char *e = cli_escape(s, n);

@@ -213,7 +213,9 @@ typedef struct cdc_apply_result {
     uint64_t stale;         /* skipped: older than the stored version */
     uint64_t duplicate;     /* skipped: same version as stored */
     uint64_t tombstones;    /* Kafka tombstones (null value): no change, counted */
-    uint64_t dead_letters;  /* records written to the dead-letter store */
+    uint64_t dead_letters;  /* bad records, into the dead-letter store ... */
+    uint64_t dead_letters_known; /* ... of which were there already (the same record, position
+                                  * and reason, met before): not written again */
 } cdc_apply_result_t;
 
 /* Applies a batch of records atomically: decodes them, reduces the batch to
@@ -582,7 +584,7 @@ CDC_API int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir
     XX(placeholders_unresolved, UNRESOLVED, 13, "unchanged TOASTed columns with no stored value")       \
     XX(gap_deletes, GAP_DELETES, 8, "rows deleted: a completed snapshot did not contain them")          \
     XX(other_events, OTHER, 12, "events that carry no row change (op m)")                               \
-    XX(dead_letters, DEAD, 9, "records written to the dead-letter store")                               \
+    XX(dead_letters, DEAD, 9, "bad records, to the dead-letter store (stored once, counted each time)") \
     XX(rows_live, LIVE, 10, "non-deleted rows (maintained on apply)")                                   \
     XX(rows_deleted, DELETED, 11, "tombstones kept")                                                    \
     XX(tombstones_purged, PURGED, 14, "tombstones removed below the purge horizon")                    \

@@ -384,31 +384,89 @@ static void fold_encode_row(const fold *f, cdc__buf *out)
 
 /* ---- Dead letters ---- */
 
-static void dlq_put(cdc_store_t *st, rocksdb_writebatch_t *wb, const cdc_record_t *r,
-                    const char *reason)
+/*
+ * A dead letter is stored once.  Applying a file again, or a rerun after a
+ * stop at a bad record, meets the same bad records again: the replica's
+ * rows take them as duplicates by version, and the dead-letter store must
+ * not list each bad record once per run.  A dead letter's identity is its
+ * reason, its Kafka position (topic, partition, offset) and its record's
+ * bytes; a record without an offset (a bare envelope) has its file and line
+ * for a position.  A Kafka record met in two files, or in a file and from
+ * the broker, is the same record; one that differs in any of these (another
+ * reason, another position, other bytes) is a new dead letter, so nothing
+ * is ever dropped on a guess.  An index under "\xff" + the 8-byte hash of
+ * the identity lists the ids of the dead letters with that hash; each is
+ * compared in full (dlq_ident of its stored value).  Ids are
+ * 8-byte big-endian numbers that stay far below 0xff00...: the index sorts
+ * after all of them (cdc_dlq_next and the open stop at "\xff").
+ */
+static uint64_t dlq_hash(const char *p, size_t n)
 {
-    cdc__buf k = {0}, v = {0};
-    cdc__buf_put_u64be(&k, st->next_dlq++);
-    size_t n = strlen(reason);
-    cdc__buf_put_varint(&v, n);
-    cdc__buf_put(&v, reason, n);
-    const char *topic = r->topic ? r->topic : "";
-    cdc__buf_put_varint(&v, strlen(topic));
-    cdc__buf_puts(&v, topic);
-    cdc__buf_put_varint(&v, (uint64_t)(uint32_t)r->partition);
-    cdc__buf_put_varint(&v, (uint64_t)r->offset + 1); /* 0: no offset */
-    const char *src = r->source ? r->source : "";
-    cdc__buf_put_varint(&v, strlen(src));
-    cdc__buf_puts(&v, src);
-    cdc__buf_put_varint(&v, (uint64_t)(r->line > 0 ? r->line : 0));
-    const char *rec = r->value ? r->value : (r->key ? r->key : "");
-    size_t rl = r->value ? r->value_len : r->key_len;
-    if (rl > DLQ_RECORD_MAX) rl = DLQ_RECORD_MAX;
-    cdc__buf_put_varint(&v, rl);
-    cdc__buf_put(&v, rec, rl);
-    rocksdb_writebatch_put_cf(wb, st->dlq_cf, k.p, k.len, v.p, v.len);
-    cdc__buf_free(&k);
-    cdc__buf_free(&v);
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a: dead letters are few */
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* The identity of the dead letter stored as v (dlq_put's layout) into out:
+ * v without the source and line when it has an offset, else v.  -1 when v
+ * does not decode. */
+static int dlq_ident(const char *v, size_t vl, cdc__buf *out)
+{
+    const char *p = v, *end = v + vl, *src;
+    uint64_t l, x, off;
+    out->len = 0;
+    if (cdc__get_varint(&p, end, &l) || l > (uint64_t)(end - p)) return -1; /* reason */
+    p += l;
+    if (cdc__get_varint(&p, end, &l) || l > (uint64_t)(end - p)) return -1; /* topic */
+    p += l;
+    if (cdc__get_varint(&p, end, &x) || cdc__get_varint(&p, end, &off)) return -1; /* partition, offset + 1 */
+    src = p;
+    if (cdc__get_varint(&p, end, &l) || l > (uint64_t)(end - p)) return -1; /* source */
+    p += l;
+    if (cdc__get_varint(&p, end, &x)) return -1; /* line */
+    if (!off) {
+        cdc__buf_put(out, v, vl);
+    } else {
+        cdc__buf_put(out, v, (size_t)(src - v));
+        cdc__buf_put(out, p, (size_t)(end - p)); /* the record */
+    }
+    return 0;
+}
+
+static void dlq_index_key(cdc__buf *k, uint64_t h)
+{
+    k->len = 0;
+    cdc__buf_putc(k, (char)0xff);
+    cdc__buf_put_u64be(k, h);
+}
+
+/* Is a dead letter of identity id stored already under one of the ids
+ * listed in idx (the index's value)?  Sets *seen. */
+static int dlq_known(cdc_store_t *st, const char *idx, size_t il, const cdc__buf *ident, int *seen,
+                     cdc_error_t *err)
+{
+    const char *p = idx, *end = idx + il;
+    uint64_t id;
+    cdc__buf other = {0};
+    *seen = 0;
+    while (p < end && !*seen) {
+        if (cdc__get_varint(&p, end, &id)) return cdc__err(err, CDC_ECORRUPT, "the dead-letter index does not decode");
+        char key[8];
+        for (int i = 0; i < 8; i++) key[i] = (char)(id >> (56 - 8 * i));
+        size_t dl;
+        char *e = NULL;
+        char *d = rocksdb_get_cf(st->db, st->ro, st->dlq_cf, key, 8, &dl, &e);
+        if (e) {
+            int rc = cdc__err(err, CDC_EIO, "reading dead letter %llu: %s", (unsigned long long)id, e);
+            rocksdb_free(e);
+            cdc__buf_free(&other);
+            return rc;
+        }
+        *seen = d && !dlq_ident(d, dl, &other) && other.len == ident->len && !memcmp(other.p, ident->p, other.len);
+        rocksdb_free(d);
+    }
+    cdc__buf_free(&other);
+    return 0;
 }
 
 /* ---- The batch in flight ---- */
@@ -485,6 +543,9 @@ typedef struct apply_ctx {
     cdc__buf jbuf;
     size_t jn;                       /* keys in jbuf */
     uint32_t jseq;                   /* journal records written by the batch */
+    cdc__buf *dlv;                   /* the dead letters this batch wrote (dlq_ident) ... */
+    uint64_t *dlh, *dlid;            /* ... their hashes and ids */
+    size_t ndl;
 } apply_ctx;
 
 static void pos_note(apply_ctx *a, const cdc_record_t *r)
@@ -506,6 +567,78 @@ static void pos_note(apply_ctx *a, const cdc_record_t *r)
     a->pu_last = a->npu;
     a->pu = cdc__realloc(a->pu, (a->npu + 1) * sizeof *a->pu);
     a->pu[a->npu++] = (pos_upd){topic, r->partition, r->offset};
+}
+
+/* Writes the dead letter of record r into the batch, unless the store or
+ * this batch holds it already (*known = 1; "A dead letter is stored once").
+ * 0, or an error reading the store. */
+static int dlq_put(apply_ctx *a, const cdc_record_t *r, const char *reason, int *known)
+{
+    cdc_store_t *st = a->st;
+    cdc__buf v = {0}, k = {0}, idx = {0}, ident = {0};
+    size_t n = strlen(reason);
+    cdc__buf_put_varint(&v, n);
+    cdc__buf_put(&v, reason, n);
+    const char *topic = r->topic ? r->topic : "";
+    cdc__buf_put_varint(&v, strlen(topic));
+    cdc__buf_puts(&v, topic);
+    cdc__buf_put_varint(&v, (uint64_t)(uint32_t)r->partition);
+    cdc__buf_put_varint(&v, (uint64_t)r->offset + 1); /* 0: no offset */
+    const char *src = r->source ? r->source : "";
+    cdc__buf_put_varint(&v, strlen(src));
+    cdc__buf_puts(&v, src);
+    cdc__buf_put_varint(&v, (uint64_t)(r->line > 0 ? r->line : 0));
+    const char *rec = r->value ? r->value : (r->key ? r->key : "");
+    size_t rl = r->value ? r->value_len : r->key_len;
+    if (rl > DLQ_RECORD_MAX) rl = DLQ_RECORD_MAX;
+    cdc__buf_put_varint(&v, rl);
+    cdc__buf_put(&v, rec, rl);
+    dlq_ident(v.p, v.len, &ident);
+    uint64_t h = dlq_hash(ident.p, ident.len);
+    *known = 0;
+    /* This batch's own dead letters first: the store does not see them yet. */
+    for (size_t i = 0; i < a->ndl && !*known; i++)
+        *known = a->dlh[i] == h && a->dlv[i].len == ident.len && !memcmp(a->dlv[i].p, ident.p, ident.len);
+    dlq_index_key(&k, h);
+    int rc = 0;
+    if (!*known) {
+        char *e = NULL;
+        size_t il = 0;
+        char *old = rocksdb_get_cf(st->db, st->ro, st->dlq_cf, k.p, k.len, &il, &e);
+        if (e) {
+            rc = cdc__err(a->err, CDC_EIO, "reading the dead-letter index: %s", e);
+            rocksdb_free(e);
+        } else if (old) {
+            rc = dlq_known(st, old, il, &ident, known, a->err);
+            cdc__buf_put(&idx, old, il);
+        }
+        rocksdb_free(old);
+    }
+    if (!rc && !*known) {
+        uint64_t id = st->next_dlq++;
+        /* the index as this batch leaves it: the store's ids, this batch's
+         * other ids of the same hash, this one */
+        for (size_t i = 0; i < a->ndl; i++)
+            if (a->dlh[i] == h) cdc__buf_put_varint(&idx, a->dlid[i]);
+        cdc__buf_put_varint(&idx, id);
+        cdc__buf key = {0};
+        cdc__buf_put_u64be(&key, id);
+        rocksdb_writebatch_put_cf(a->wb, st->dlq_cf, key.p, key.len, v.p, v.len);
+        rocksdb_writebatch_put_cf(a->wb, st->dlq_cf, k.p, k.len, idx.p, idx.len);
+        cdc__buf_free(&key);
+        a->dlv = cdc__realloc(a->dlv, (a->ndl + 1) * sizeof *a->dlv);
+        a->dlh = cdc__realloc(a->dlh, (a->ndl + 1) * sizeof *a->dlh);
+        a->dlid = cdc__realloc(a->dlid, (a->ndl + 1) * sizeof *a->dlid);
+        a->dlv[a->ndl] = ident; /* taken over */
+        a->dlh[a->ndl] = h;
+        a->dlid[a->ndl++] = id;
+        ident = (cdc__buf){0};
+    }
+    cdc__buf_free(&ident);
+    cdc__buf_free(&v);
+    cdc__buf_free(&k);
+    cdc__buf_free(&idx);
+    return rc;
 }
 
 /* Does table read as topic_name once Debezium's topic naming has replaced
@@ -604,7 +737,7 @@ static void note_change(apply_ctx *a, cdc__table *t, const char *key, size_t kl)
 
 /* A record that does not decode: into the dead-letter store with its
  * position.  With on_error = stop the batch ends before it. */
-static void take_dead(apply_ctx *a, size_t i)
+static int take_dead(apply_ctx *a, size_t i)
 {
     const cdc_record_t *r = &a->recs[i];
     cdc__event *ev = &a->evs[i];
@@ -615,8 +748,11 @@ static void take_dead(apply_ctx *a, size_t i)
     /* The reason starts with the position when the decoder put it there. */
     if (!strncmp(why, where, wl) && why[wl] == ':') snprintf(reason, sizeof reason, "%s", why);
     else snprintf(reason, sizeof reason, "%s: %s", where, why);
-    dlq_put(a->st, a->wb, r, reason);
-    cdc__log(a->st, CDC_LOG_WARN, "apply", "dead letter: %s", reason);
+    int known, rc = dlq_put(a, r, reason, &known);
+    if (rc) return rc;
+    cdc__log(a->st, CDC_LOG_WARN, "apply", "dead letter%s: %s",
+             known ? " (in the dead-letter store already: not written again)" : "", reason);
+    a->res->dead_letters_known += (uint64_t)known;
     if (t) {
         stat_add(t, CDC__ST_READ, 1);
         stat_add(t, CDC__ST_DEAD, 1);
@@ -627,9 +763,10 @@ static void take_dead(apply_ctx *a, size_t i)
          * so a rerun meets it again. */
         a->stopped = 1;
         cdc__err(a->err, CDC_ESTOPPED, "stopped at a bad record: %s", reason);
-        return;
+        return 0;
     }
     pos_note(a, r);
+    return 0;
 }
 
 /* The key columns of a table, learnt from its first event that names them. */
@@ -755,8 +892,7 @@ static int dead_in_table(apply_ctx *a, cdc__table *t, size_t i, char *why)
     ev->action = CDC__ACT_DEAD;
     ev->reason = why;
     stat_add(t, CDC__ST_READ, -1); /* take_dead counts it */
-    take_dead(a, i);
-    return 0;
+    return take_dead(a, i);
 }
 
 static int take_record(apply_ctx *a, size_t i)
@@ -770,8 +906,7 @@ static int take_record(apply_ctx *a, size_t i)
     a->res->read++;
     switch (ev->action) {
     case CDC__ACT_DEAD:
-        take_dead(a, i);
-        return 0;
+        return take_dead(a, i);
     case CDC__ACT_TOMBSTONE:
     case CDC__ACT_NOOP:
         pos_note(a, r);
@@ -1735,6 +1870,10 @@ static void ctx_free(apply_ctx *a)
     cdc__buf_free(&a->jbuf);
     free(a->order);
     rocksdb_writebatch_destroy(a->wb);
+    for (size_t i = 0; i < a->ndl; i++) cdc__buf_free(&a->dlv[i]);
+    free(a->dlv);
+    free(a->dlh);
+    free(a->dlid);
     free(a->sl);
     free(a->pu);
     free(a->groups);

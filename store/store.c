@@ -7,7 +7,8 @@
  *   "meta"     format version, table columns and key columns, snapshot epochs
  *              and version floors, table ids, counters, source positions,
  *              epoch marks, NUMERIC scales;
- *   "dlq"      dead letters under a big-endian sequence number;
+ *   "dlq"      dead letters under a big-endian sequence number, and under
+ *              "\xff" + a hash an index of them (each is stored once);
  *   "rows"     the rows of every table created since tables became key
  *              prefixes: 4-byte big-endian table id + encoded key -> value;
  *   "t:<schema.table>"  one per table of a replica written before that:
@@ -1277,9 +1278,10 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
     if ((rc = cdc__changes_open(st, err))) goto done;
     /* The floors and horizons just loaded are on disk: the filter may act on them. */
     cdc__purge_publish(st);
-    /* The next dead-letter id follows the last one stored. */
+    /* The next dead-letter id follows the last one stored (below the
+     * index under "\xff", store/apply.c "A dead letter is stored once"). */
     rocksdb_iterator_t *it = rocksdb_create_iterator_cf(st->db, st->ro, st->dlq_cf);
-    rocksdb_iter_seek_to_last(it);
+    rocksdb_iter_seek_for_prev(it, "\xff", 1);
     if (rocksdb_iter_valid(it)) {
         size_t kl;
         const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &kl);
@@ -2055,6 +2057,7 @@ int cdc_dlq_next(cdc_dlq_iter_t *d, cdc_dead_letter_t *dl, cdc_error_t *err)
     if (!rocksdb_iter_valid(d->it)) return 0;
     size_t kl, vl;
     const unsigned char *k = (const unsigned char *)rocksdb_iter_key(d->it, &kl);
+    if (kl && k[0] == 0xff) return 0; /* the index (store/apply.c), after every dead letter */
     const char *v = rocksdb_iter_value(d->it, &vl), *end = v + vl;
     free(d->reason);
     free(d->topic);

@@ -198,6 +198,13 @@ check "apply summary: 1 record, 1 dead letter ($(paste -sd' ' "$T/err" | head -c
              grep -q '1 dead letter written' '$T/err'"
 run dlq list --db "$T/p"
 check "dlq list: 1 dead letter" grep -qx '1 dead letter' "$T/err"
+# The same bad record again (a replay): counted, said, stored once.
+run apply --db "$T/p" - <<<'not json'
+check "apply again: the dead letter met again, exit 3 ($rc: $(paste -sd' ' "$T/err" | head -c 400))" \
+    bash -c "test $rc = 3 && grep -q ', 1 dead letter\$' '$T/err' &&
+             grep -q '0 dead letters written, 1 met again (in the dead-letter store already' '$T/err'"
+run dlq list --db "$T/p"
+check "dlq list after the replay: still 1 dead letter" grep -qx '1 dead letter' "$T/err"
 run gc --db "$T/p" --horizon-lsn 1000
 check "gc: 1 tombstone removed ($(cat "$T/err"))" has ": 1 tombstone removed below"
 

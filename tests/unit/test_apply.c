@@ -1745,6 +1745,113 @@ Test(bad_input, dead_letters_with_position_and_the_run_goes_on)
     free(dir);
 }
 
+/* The dead letters of the store as "offset:source:line:reason" lines. */
+static char *dlq_lines(cdc_store_t *st, int *n)
+{
+    cdc_dlq_iter_t *it;
+    cdc_dead_letter_t dl;
+    cr_assert_eq(cdc_dlq_open(st, &it, NULL), 0);
+    char *out = strdup("");
+    *n = 0;
+    int rc;
+    while ((rc = cdc_dlq_next(it, &dl, NULL)) == 1) {
+        char *o = out;
+        cr_assert_eq(dl.id, (uint64_t)*n + 1, "dead letters are numbered 1, 2, ...: %llu", (unsigned long long)dl.id);
+        cr_assert(asprintf(&out, "%s%lld:%s:%lld:%s\n", o, (long long)dl.offset, dl.source ? dl.source : "",
+                           (long long)dl.line, dl.reason) > 0);
+        free(o);
+        (*n)++;
+    }
+    cr_assert_eq(rc, 0);
+    cdc_dlq_close(it);
+    return out;
+}
+
+/* A bad record met again (a file applied twice, a rerun after a stop at
+ * it, the same Kafka record in two files, twice in one batch) is stored
+ * once; one that differs in its position, its bytes or its reason is a new
+ * dead letter; the counters count every meeting. */
+Test(bad_input, a_bad_record_met_again_is_stored_once)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    recs rs = {0};
+    recs_add(&rs, T, 0, 0, strdup("{\"order_id\":1}"), strdup("{not json"));
+    recs_add(&rs, T, 0, 1, strdup("{\"order_id\":1}"), env_t("public.orders", "c", NULL, "{\"order_id\":1}", 9, "false"));
+    recs_add(&rs, T, 0, 2, strdup("{\"order_id\":1}"), strdup("[]"));
+    recs_add(&rs, T, 0, 2, strdup("{\"order_id\":1}"), strdup("[]")); /* the same record twice in one batch */
+    rs.r[0].source = "a.jsonl";
+    rs.r[0].line = 1;
+    cdc_apply_result_t r;
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_apply(st, rs.r, rs.n, NULL, &r, &e), 0, "%s", e.msg);
+    cr_assert_eq(r.dead_letters, 3);
+    cr_assert_eq(r.dead_letters_known, 1, "the second copy in the batch: %llu", (unsigned long long)r.dead_letters_known);
+    int n;
+    char *first = dlq_lines(st, &n);
+    cr_assert_eq(n, 2, "%s", first);
+    /* Applied again, in batches of one, and after a reopen: nothing new. */
+    for (int round = 0; round < 2; round++) {
+        for (size_t i = 0; i < rs.n; i++) {
+            cr_assert_eq(cdc_store_apply(st, rs.r + i, 1, NULL, &r, &e), 0, "%s", e.msg);
+            cr_assert_eq(r.dead_letters, r.dead_letters_known, "record %zu met again", i);
+        }
+        char *again = dlq_lines(st, &n);
+        cr_assert_str_eq(again, first);
+        free(again);
+        cdc_store_close(st);
+        st = tu_open(dir);
+    }
+    /* The same Kafka record from another file (or the broker): the same dead letter. */
+    rs.r[0].source = "b.jsonl";
+    rs.r[0].line = 7;
+    cr_assert_eq(cdc_store_apply(st, rs.r, 1, NULL, &r, &e), 0, "%s", e.msg);
+    cr_assert_eq(r.dead_letters_known, 1);
+    /* A bare envelope (no offset) is identified by its file and line. */
+    recs bare = {0};
+    recs_add(&bare, NULL, 0, -1, NULL, strdup("{\"a\":1}"));
+    bare.r[0].source = "c.json";
+    bare.r[0].line = 3;
+    cr_assert_eq(cdc_store_apply(st, bare.r, 1, NULL, &r, &e), 0, "%s", e.msg);
+    cr_assert_eq(r.dead_letters_known, 0);
+    cr_assert_eq(cdc_store_apply(st, bare.r, 1, NULL, &r, &e), 0, "%s", e.msg);
+    cr_assert_eq(r.dead_letters_known, 1);
+    bare.r[0].line = 4; /* the same bytes on another line: another record */
+    cr_assert_eq(cdc_store_apply(st, bare.r, 1, NULL, &r, &e), 0, "%s", e.msg);
+    cr_assert_eq(r.dead_letters_known, 0);
+    /* Another offset, other bytes, another reason: new dead letters. */
+    recs more = {0};
+    recs_add(&more, T, 0, 9, strdup("{\"order_id\":1}"), strdup("{not json"));
+    recs_add(&more, T, 1, 0, strdup("{\"order_id\":1}"), strdup("{not json"));
+    recs_add(&more, T, 0, 0, strdup("{\"order_id\":1}"), strdup("{not json}"));
+    cr_assert_eq(cdc_store_apply(st, more.r, more.n, NULL, &r, &e), 0, "%s", e.msg);
+    cr_assert_eq(r.dead_letters, 3);
+    cr_assert_eq(r.dead_letters_known, 0);
+    cdc_apply_options_t o = {.max_record_bytes = 5}; /* record 0 again, refused for its size */
+    cr_assert_eq(cdc_store_apply(st, rs.r, 1, &o, &r, &e), 0, "%s", e.msg);
+    cr_assert_eq(r.dead_letters, 1);
+    cr_assert_eq(r.dead_letters_known, 0);
+    /* --on-error stop: every rerun stops at the same record, stored once. */
+    recs s2 = {0};
+    recs_add(&s2, "t2.public.orders", 0, 0, strdup("{\"order_id\":1}"), strdup("[]"));
+    cdc_apply_options_t so = {.on_error = CDC_ON_ERROR_STOP};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(cdc_store_apply(st, s2.r, s2.n, &so, &r, &e), CDC_ESTOPPED);
+        cr_assert_eq(r.dead_letters_known, (uint64_t)(i > 0));
+    }
+    char *all = dlq_lines(st, &n);
+    cr_assert_eq(n, 2 + 2 + 3 + 1 + 1, "%s", all);
+    free(all);
+    free(first);
+    recs_free(&s2);
+    recs_free(&more);
+    recs_free(&bare);
+    recs_free(&rs);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
+
 /* ---- Randomized histories ---- */
 
 /* A tiny PRNG so that a failing seed can be replayed. */
