@@ -105,7 +105,27 @@ void cdc__sql_coltext(cdc__buf *b, const cdc__srccol *c)
         cdc__buf_puts(b, "trim_scale(");
         cdc__sql_ident(b, c->name);
         cdc__buf_puts(b, ")::text");
-    } else if (!strncmp(t, "timestamp", 9) && strstr(t, "with time zone")) {
+    } else if (!strcmp(t, "money")) {
+        /* Debezium's Decimal of money.fraction.digits (2) digits: "-12.34",
+         * where money::text is "-$12.34" */
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, "::numeric::text");
+    } else if (!strcmp(t, "inet") || !strcmp(t, "cidr")) {
+        /* the output form, which Debezium sends: inet::text adds "/32" to a
+         * host address that its output leaves without a mask */
+        cdc__buf_puts(b, "CASE WHEN ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, " IS NOT NULL THEN format('%s', ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, ") END");
+    } else if (!strncmp(t, "time", 4) && strncmp(t, "timestamp", 9) && strstr(t, "with time zone") && !strchr(t, '[')) {
+        /* Debezium's ZonedTime: in UTC, the fraction without trailing
+         * zeros, "07:04:56.789Z" (README, what Debezium carries), which
+         * time's output form gives once the value is in UTC */
+        cdc__buf_puts(b, "((");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, " AT TIME ZONE 'UTC')::time)::text || 'Z'");
+    } else if (!strncmp(t, "timestamp", 9) && strstr(t, "with time zone") && !strchr(t, '[')) {
         /* Debezium's ZonedTimestamp: ISO-8601 in UTC with the column's
          * fraction digits, "2026-01-16T08:30:00.000000Z".  Its year is
          * Java's ISO form: astronomical, so 44 BC is "-0043" and 1 BC
