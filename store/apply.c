@@ -1415,12 +1415,13 @@ static int note_floored_columns(apply_ctx *a, cdc__table *t, size_t m, const sta
     size_t k;
     for (k = 0; k < a->nfloored && a->floored[k] != t; k++) {}
     if (k == a->nfloored) return 0;
+    cdc__version below = t->horizon_set ? cdc__below_horizon(t) : (cdc__version){0};
     for (size_t j = 0; j < m; j++) {
         const cdc__event *ev = &a->evs[a->order[j]];
         const cdc__version *v = &a->sl[a->order[j]].ver;
         if (ev->action != CDC__ACT_UPSERT || cdc__version_cmp(v, &a->old_floor[k]) <= 0 ||
             (ss->raw && cdc__version_cmp(v, &ss->raw_ver) <= 0) ||
-            (!ss->raw && t->horizon_set && cdc__version_cmp(v, &t->horizon) <= 0)) /* stale by the purge too */
+            (!ss->raw && t->horizon_set && cdc__version_cmp(v, &below) <= 0)) /* stale by the purge too */
             continue;
         if (note_skipped_columns(a, t, ev, v))
             return cdc__err(a->err, CDC_ECORRUPT, "table %s: an event row does not decode", t->name);

@@ -10,10 +10,12 @@
  * matters is whether an event older than the tombstone can still arrive.
  * The caller names that point as a source LSN, the replay horizon H.  The
  * table's purge horizon becomes (epoch of H, streamed, H), the version every
- * change at H would have at least; tombstones and floor-hidden rows below it
- * may be removed.  From then on a key the replica does not hold reads as
- * deleted at the horizon (cdc__absent_version), so an event older than H
- * stays stale whether its key's tombstone still exists or not.  The horizon
+ * change at H would have at least (a snapshot's reads at H: (H, snapshot,
+ * H), horizon_at); tombstones and floor-hidden rows below it may be
+ * removed.  From then on a key the replica does not hold reads as deleted
+ * just below the horizon (cdc__absent_version), so an event older than H
+ * stays stale whether its key's tombstone still exists or not, and one at
+ * H applies.  The horizon
  * only rises.
  *
  * ---- Who removes, and when it is safe ----
@@ -373,8 +375,15 @@ uint64_t cdc__purge_fold(cdc__table *t)
 
 /* ---- Choosing a table's horizon ---- */
 
-/* The horizon version of LSN h in t: (the latest epoch at or below h,
- * streamed, h). */
+/* The horizon version of LSN h in t: the lowest version an event at LSN h
+ * can have.  That is (the latest epoch at or below h, streamed, h), but for
+ * h the epoch of a snapshot, whose reads (h, snapshot, h) come below its
+ * streamed changes: then (h, snapshot, h).  Events at h itself are still
+ * to come (the caller promised none older than h), and apply: a key the
+ * replica does not hold reads as deleted just below this version
+ * (cdc__below_horizon).  The horizon was (e, streamed, h) for every h, and
+ * a key absent read as deleted at it: a change at exactly h, or the rest of
+ * a snapshot still being read at h, was refused and lost. */
 static cdc__version horizon_at(const cdc__table *t, uint64_t h)
 {
     uint64_t e = 0;
@@ -383,6 +392,7 @@ static cdc__version horizon_at(const cdc__table *t, uint64_t h)
             e = t->epochs[k - 1];
             break;
         }
+    if (e && e == h) return (cdc__version){h, CDC__KIND_SNAPSHOT, h, 0, 0};
     return (cdc__version){e, CDC__KIND_STREAM, h, 0, 0};
 }
 

@@ -329,9 +329,23 @@ static inline void cdc__apply_floor(const cdc__table *t, cdc__value *v)
     }
 }
 
+/* The version just below the table's purge horizon (store/gc.c): the
+ * horizon is the lowest version an event still to come may have, so a key
+ * the purge may have removed was deleted below it, and an event at the
+ * horizon itself is newer.  Below a snapshot read's (H, 1, H): the
+ * snapshot's floor (H, 0, H); below a change streamed at (e, 2, H): (e, 2,
+ * H - 1), an LSN the caller promised no event of. */
+static inline cdc__version cdc__below_horizon(const cdc__table *t)
+{
+    cdc__version v = t->horizon;
+    if (v.kind == CDC__KIND_SNAPSHOT) v.kind = CDC__KIND_GAP;
+    else if (v.lsn) v.lsn--;
+    return v;
+}
+
 /* The version a key absent from the table reads as: deleted at the floor or
- * at the purge horizon, whichever is higher; 0 when neither is set (the key
- * is then unknown, older than everything). */
+ * just below the purge horizon, whichever is higher; 0 when neither is set
+ * (the key is then unknown, older than everything). */
 static inline int cdc__absent_version(const cdc__table *t, cdc__version *v)
 {
     int set = 0;
@@ -339,8 +353,9 @@ static inline int cdc__absent_version(const cdc__table *t, cdc__version *v)
         *v = t->floor;
         set = 1;
     }
-    if (t->horizon_set && (!set || cdc__version_cmp(&t->horizon, v) > 0)) {
-        *v = t->horizon;
+    if (t->horizon_set) {
+        cdc__version h = cdc__below_horizon(t);
+        if (!set || cdc__version_cmp(&h, v) > 0) *v = h;
         set = 1;
     }
     return set;

@@ -161,6 +161,61 @@ Test(gc, tombstone_below_the_horizon_is_physically_gone_and_still_blocks)
     free(dir);
 }
 
+/* The horizon H promises no event older than H: events at H itself are
+ * still to come and apply, whether a change streamed at H (on a key the
+ * replica never held, or one whose tombstone below H was purged) or the
+ * rest of a snapshot still being read at H; one at H - 1 stays stale.
+ * Before, a key absent read as deleted at (e, streamed, H): the change at H
+ * counted as a duplicate and the snapshot's later reads as stale, lost. */
+Test(gc, events_at_the_horizon_itself_apply)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    evs e = {0};
+    seed(st, &e); /* key 1 deleted at 200, key 3 at 400 */
+    cdc_gc_options_t o = {.horizon_lsn = 300};
+    cdc_gc_result_t res;
+    cdc_error_t err = {0};
+    cr_assert_eq(cdc_store_purge(st, TABLE, &o, &res, &err), 0, "%s", err.msg);
+    cr_assert_eq(res.purged, 1);
+    ev(&e, "u", 1, "late", 299, 2990, NULL);
+    cdc_apply_result_t r0 = apply_clear(st, &e);
+    cr_assert_eq(r0.applied, 0, "LSN 299, below the horizon: not applied");
+    ev(&e, "c", 1, "at", 300, 3000, NULL);
+    ev(&e, "c", 7, "at", 300, 3000, NULL);
+    cdc_apply_result_t r = apply_clear(st, &e);
+    cr_assert_eq(r.applied, 2, "LSN 300, at the horizon: applied (%llu duplicate, %llu stale)",
+                 (unsigned long long)r.duplicate, (unsigned long long)r.stale);
+    char *v = tu_export(st, TABLE, 0);
+    cr_assert_str_eq(v, "order_id,s\n1,at\n2,a\n7,at\n");
+    free(v);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+
+    /* a snapshot at LSN 1000 still being read when the horizon is set at 1000 */
+    dir = tu_tmpdir();
+    st = tu_open(dir);
+    ev(&e, "r", 10, "s", 1000, 1000, "first");
+    ev(&e, "r", 11, "s", 1000, 1000, "true");
+    apply_clear(st, &e);
+    o.horizon_lsn = 1000;
+    cr_assert_eq(cdc_store_purge(st, TABLE, &o, &res, &err), 0, "%s", err.msg);
+    ev(&e, "r", 12, "s", 1000, 1000, "true");
+    apply_clear(st, &e);
+    cdc_store_close(st);
+    st = tu_open(dir); /* the horizon as stored */
+    ev(&e, "r", 13, "s", 1000, 1000, "last");
+    r = apply_clear(st, &e);
+    cr_assert_eq(r.applied, 1, "the last read applies (%llu stale)", (unsigned long long)r.stale);
+    v = tu_export(st, TABLE, 0);
+    cr_assert_str_eq(v, "order_id,s\n10,s\n11,s\n12,s\n13,s\n");
+    free(v);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
+
 Test(gc, tombstone_above_the_horizon_survives_compaction)
 {
     char *dir = tu_tmpdir();
