@@ -144,11 +144,16 @@ static int ask_brokers(const char *brokers, const char *kcfg, int timeout_ms, pa
 
 /* ---- Text ---- */
 
-static void print_table_text(const char *name, const cdc_stats_t *s, int64_t now)
+static void print_table_text(const char *name, const cdc_stats_t *s, const char *stopped, int64_t now)
 {
     char when[64];
     cli_write_escaped(stdout, name, strlen(name));
     putchar('\n');
+    if (stopped) { /* its events are dead letters until `cdcstore resume` */
+        fputs("  STOPPED              ", stdout);
+        cli_write_escaped(stdout, stopped, strlen(stopped));
+        putchar('\n');
+    }
     if (s->newest_ts_ms)
         printf("  newest change        source ts_ms %llu (%s), lsn %llu: %.3f s behind the source\n",
                (unsigned long long)s->newest_ts_ms, iso_time((int64_t)s->newest_ts_ms, when, sizeof when),
@@ -165,14 +170,14 @@ static void print_table_text(const char *name, const cdc_stats_t *s, int64_t now
            (unsigned long long)s->dead_letters);
 }
 
-static void print_text(const char *db, char **tables, const cdc_stats_t *ts, size_t nt, const cdc_stats_t *total,
-                       const part_status *ps, size_t np, const char *brokers, int64_t now)
+static void print_text(const char *db, char **tables, const cdc_stats_t *ts, const char **stopped, size_t nt,
+                       const cdc_stats_t *total, const part_status *ps, size_t np, const char *brokers, int64_t now)
 {
     fputs("replica ", stdout);
     cli_write_escaped(stdout, db, strlen(db));
     putchar('\n');
     printf("\ntables (%zu)\n", nt);
-    for (size_t i = 0; i < nt; i++) print_table_text(tables[i], &ts[i], now);
+    for (size_t i = 0; i < nt; i++) print_table_text(tables[i], &ts[i], stopped[i], now);
     printf("\npartitions (%zu)%s\n", np, brokers ? "" : ": high watermarks and lag need --brokers");
     for (size_t i = 0; i < np; i++) {
         const part_status *p = &ps[i];
@@ -237,8 +242,8 @@ static void json_newest(const cdc_stats_t *s, int64_t now)
         fputs("\"newest_ts_ms\":null,\"newest_lsn\":null,\"behind_ms\":null", stdout);
 }
 
-static void print_json(const char *db, char **tables, const cdc_stats_t *ts, size_t nt, const cdc_stats_t *total,
-                       const part_status *ps, size_t np, const char *brokers, int64_t now)
+static void print_json(const char *db, char **tables, const cdc_stats_t *ts, const char **stopped, size_t nt,
+                       const cdc_stats_t *total, const part_status *ps, size_t np, const char *brokers, int64_t now)
 {
     fputs("{\"db\":", stdout);
     json_str(db);
@@ -249,7 +254,10 @@ static void print_json(const char *db, char **tables, const cdc_stats_t *ts, siz
         putchar(':');
         putchar('{');
         json_newest(&ts[i], now);
-        printf(",\"tombstones_kept\":%llu,\"counters\":", (unsigned long long)ts[i].rows_deleted);
+        printf(",\"tombstones_kept\":%llu,\"stopped\":", (unsigned long long)ts[i].rows_deleted);
+        if (stopped[i]) json_str(stopped[i]);
+        else fputs("null", stdout);
+        fputs(",\"counters\":", stdout);
         json_counters(&ts[i]);
         putchar('}');
     }
@@ -349,13 +357,16 @@ int cmd_status(int argc, char **argv)
     size_t nt = 0, np = 0;
     cdc_position_t *pos = NULL;
     cdc_stats_t *ts = NULL, total;
+    const char **stopped = NULL; /* per table: why it is stopped (the store's), or NULL */
     part_status *ps = NULL;
     rc = cdc_store_tables(st, &tables, &nt, &e);
     if (!rc) rc = cdc_store_positions(st, &pos, &np, &e);
     if (!rc) rc = cdc_store_stats(st, NULL, &total, &e);
     if (!rc) {
         ts = cli_calloc(nt, sizeof *ts);
+        stopped = cli_calloc(nt + 1, sizeof *stopped);
         for (size_t i = 0; i < nt && !rc; i++) rc = cdc_store_stats(st, tables[i], &ts[i], &e);
+        for (size_t i = 0; i < nt && !rc; i++) rc = cdc_store_table_stopped(st, tables[i], &stopped[i], &e);
     }
     if (rc) {
         status = cli_fail(&e, rc);
@@ -367,8 +378,8 @@ int cmd_status(int argc, char **argv)
     const char *asked = brokers ? brokers : kcfg;
     int failed = asked ? ask_brokers(brokers, kcfg, timeout_ms, ps, np) : 0;
     int64_t now = now_ms();
-    if (json) print_json(db, tables, ts, nt, &total, ps, np, asked, now);
-    else print_text(db, tables, ts, nt, &total, ps, np, asked, now);
+    if (json) print_json(db, tables, ts, stopped, nt, &total, ps, np, asked, now);
+    else print_text(db, tables, ts, stopped, nt, &total, ps, np, asked, now);
     if (failed) {
         const char *why = "";
         for (size_t i = 0; i < np && !*why; i++)
@@ -380,6 +391,7 @@ int cmd_status(int argc, char **argv)
 out:
     free(ps);
     free(ts);
+    free(stopped);
     cdc_positions_free(pos, np);
     cdc_strings_free(tables, nt);
     cdc_store_close(st);

@@ -364,8 +364,8 @@ CDC_API int cdc_store_table_stopped(cdc_store_t *st, const char *table, const ch
 
 /* Applies a stopped table's events again from now on, taking the column
  * types the next events give.  Its rows are as the replica held them: re-read
- * the table first (a snapshot, or an incremental snapshot after this call),
- * and replay the dead-lettered events if they matter.  Errors: CDC_ENOTFOUND,
+ * the table after this call (a snapshot or an incremental snapshot; reads
+ * that arrive while the table is stopped are dead letters too).  Errors: CDC_ENOTFOUND,
  * CDC_EINVAL (opened read-only), CDC_EIO. */
 CDC_API int cdc_store_resume_table(cdc_store_t *st, const char *table, cdc_error_t *err);
 

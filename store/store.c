@@ -548,8 +548,9 @@ static char *refused_type_change(const cdc__table *t, const cdc__version *ver, c
         cdc__buf why = {0};
         cdc__buf_printf(&why,
                         "column %s changed type from %s to %s, which can change the values the source "
-                        "holds in rows the replica will not see again; re-read the table (a snapshot or "
-                        "an incremental snapshot) and then `cdcstore resume --table %s`",
+                        "holds in rows the replica will not see again; `cdcstore resume --table %s`, then "
+                        "re-read the table (a snapshot or an incremental snapshot: a read that arrives while "
+                        "the table is stopped is a dead letter too)",
                         t->cols[i], m->type, ty, t->name);
         cdc__buf_putc(&why, 0);
         free(ty);

@@ -188,6 +188,25 @@ check "tables --help: usage, exit 0 (got $rc)" bash -c "test $rc = 0 && grep -q 
 run tables --db "$T/db"
 check "tables: the table (exit $rc)" bash -c "test $rc = 0 && test \"\$(cat '$T/out')\" = public.orders"
 
+# ---- a table stopped by a type change: status says so, resume clears it ----
+cat > "$T/stop.jsonl" <<'EOF2'
+{"schema":{"type":"struct","fields":[{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"},{"type":"int64","optional":true,"field":"v"}],"optional":true,"field":"after"}]},"payload":{"op":"c","after":{"id":1,"v":5},"source":{"schema":"public","table":"s","lsn":10},"ts_ms":1}}
+{"schema":{"type":"struct","fields":[{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"},{"type":"string","optional":true,"field":"v"}],"optional":true,"field":"after"}]},"payload":{"op":"u","after":{"id":1,"v":"x"},"source":{"schema":"public","table":"s","lsn":20},"ts_ms":2}}
+EOF2
+run apply --db "$T/stop" "$T/stop.jsonl"
+check "type change: exit 3, the message says resume then re-read ($rc)" \
+    bash -c "test $rc = 3 && grep -q 'resume --table public.s\`, then re-read the table' '$T/err'"
+run status --db "$T/stop"
+check "status: the stopped table says STOPPED and why (exit $rc)" \
+    bash -c "grep -q '^  STOPPED  *column v changed type from int64 to string' '$T/out'"
+run status --db "$T/stop" --json
+check "status --json: \"stopped\" holds the reason" \
+    python3 -c "import json,sys; d=json.load(open('$T/out')); sys.exit(0 if 'int64 to string' in d['tables']['public.s']['stopped'] else 1)"
+run resume --db "$T/stop" --table public.s
+run status --db "$T/stop" --json
+check "status --json after resume: \"stopped\" is null" \
+    python3 -c "import json,sys; d=json.load(open('$T/out')); sys.exit(0 if d['tables']['public.s']['stopped'] is None else 1)"
+
 # ---- singular and plural ----
 run apply --db "$T/p" "$EVENTS"
 check "apply summary: 1 tombstone, 0 dead letters ($(cat "$T/err"))" \
