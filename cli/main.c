@@ -274,12 +274,19 @@ static int cmd_apply(int argc, char **argv)
      * created) is: the column declarations' form, and input files that
      * cannot be opened. */
     int r = cli_declare_columns(NULL, "apply", decimals, (size_t)ndec, types, (size_t)ntypes);
-    for (int k = optind; k < argc && !r; k++)
-        if (strcmp(argv[k], "-") && access(argv[k], R_OK)) {
+    for (int k = optind; k < argc && !r; k++) {
+        struct stat fsb;
+        if (!strcmp(argv[k], "-")) continue;
+        if (access(argv[k], R_OK) || stat(argv[k], &fsb)) {
             cli_printf_escaped(stderr, "cdcstore apply: %s: cannot open: %s; nothing was applied", argv[k],
                                strerror(errno));
             r = EXIT_ERR;
+        } else if (S_ISDIR(fsb.st_mode)) { /* opens, and fails at its first read: after the files before it */
+            cli_printf_escaped(stderr, "cdcstore apply: %s: a directory, not a file of records; nothing was applied",
+                               argv[k]);
+            r = EXIT_ERR;
         }
+    }
     cdc_store_t *st;
     if (r || (r = cli_open(db, 1, 0, &st, &created))) {
         free(decimals);
@@ -983,7 +990,7 @@ static int cmd_gc(int argc, char **argv)
     cdc_gc_options_t o = {0};
     if (h && cli_parse_lsn("gc", "--horizon-lsn", h, &o.horizon_lsn)) return EXIT_USAGE;
     if (age && cli_parse_duration("gc", "--older-than", age, &o.older_than_ms)) return EXIT_USAGE;
-    if (h && !age && !o.horizon_lsn) {
+    if (h && !o.horizon_lsn) { /* with --older-than too: the lower horizon, 0 */
         fputs("cdcstore gc: nothing lies below LSN 0: 0 tombstones removed\n", stderr);
         return EXIT_OK;
     }

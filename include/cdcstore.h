@@ -101,7 +101,8 @@ typedef void (*cdc_log_fn)(void *opaque, int level, const char *facility, const 
 typedef struct cdc_store cdc_store_t;
 
 typedef struct cdc_open_options {
-    int create_if_missing;   /* 1: create the directory and database when absent */
+    int create_if_missing;   /* 1: create the directory and database when absent (0: an empty
+                              * directory is refused, CDC_ENOTFOUND) */
     int read_only;           /* 1: open read-only (no lock against a running writer) */
     size_t block_cache_mb;   /* 0: default (64) */
     cdc_log_fn log;          /* NULL: no logging */

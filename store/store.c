@@ -1109,7 +1109,9 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
                             "%s: the replica's CURRENT file is missing: not opened (a new replica would be started "
                             "over its files); restore the directory from a copy, or give a new one",
                             dir);
-        if (o->read_only)
+        /* An empty directory becomes a replica only when asked to create
+         * one (gc and resume made one in any directory they were given). */
+        if (o->read_only || !o->create_if_missing)
             return cdc__err(err, CDC_ENOTFOUND, "%s: not a replica (empty): apply or ingest into it first", dir);
     }
     cdc_store_t *st = cdc__calloc(1, sizeof *st);

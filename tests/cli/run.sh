@@ -66,6 +66,10 @@ check "apply of an unreadable input to an existing replica: it stays and reads a
 mkdir "$T/empty"
 run apply --db "$T/empty" "$T/missing-file"
 check "apply of a missing file into an existing empty directory: the directory stays" test -d "$T/empty"
+mkdir -p "$T/adir"
+run apply --db "$T/dirdb" "$EVENTS" "$T/adir"
+check "apply of a file and a directory: exit 1 naming the directory, nothing applied, no replica ($rc: $(cat "$T/err"))" \
+    bash -c "test $rc = 1 && grep -q 'adir: a directory, not a file of records; nothing was applied' '$T/err' && test ! -e '$T/dirdb'"
 
 # ---- numeric options ----
 # bad_number WHAT VALUE ARGS...: exit 2 and a message naming WHAT and VALUE
@@ -183,6 +187,14 @@ check "resume of a replica that does not exist: exit 1, nothing created (got $rc
     bash -c "test $rc = 1 && test ! -e '$T/nodb'"
 run resume --db "$T/db" --table public.orders
 check "resume: exit 0 ($(cat "$T/err"))" bash -c "test $rc = 0 && grep -q 'was not stopped' '$T/err'"
+# An existing empty directory is no replica: gc and resume refuse it and leave it empty.
+mkdir -p "$T/emptydir"
+for c in "resume --table public.orders" "gc --horizon-lsn 5"; do
+    # shellcheck disable=SC2086
+    run $c --db "$T/emptydir"
+    check "$c on an empty directory: exit 1, 'not a replica (empty)', still empty (got $rc)" \
+        bash -c "test $rc = 1 && grep -q 'not a replica (empty)' '$T/err' && test -z \"\$(ls -A '$T/emptydir')\""
+done
 run tables --help
 check "tables --help: usage, exit 0 (got $rc)" bash -c "test $rc = 0 && grep -q 'usage: cdcstore tables' '$T/out'"
 run tables --db "$T/db"
@@ -224,6 +236,9 @@ check "apply again: the dead letter met again, exit 3 ($rc: $(paste -sd' ' "$T/e
              grep -q '0 dead letters written, 1 met again (in the dead-letter store already' '$T/err'"
 run dlq list --db "$T/p"
 check "dlq list after the replay: still 1 dead letter" grep -qx '1 dead letter' "$T/err"
+run gc --db "$T/p" --horizon-lsn 0 --older-than 1s
+check "gc --horizon-lsn 0 --older-than: the lower horizon, 0: nothing removed ($(cat "$T/err"))" \
+    has "nothing lies below LSN 0: 0 tombstones removed"
 run gc --db "$T/p" --horizon-lsn 1000
 check "gc: 1 tombstone removed ($(cat "$T/err"))" has ": 1 tombstone removed below"
 
