@@ -25,7 +25,11 @@ static const char *hash_usage =
     "  --sql              print instead the PostgreSQL query that computes the same\n"
     "                     (range, rows, hash) over the source table; run it with\n"
     "                     SET DateStyle = 'ISO, MDY'; SET TimeZone = 'UTC';\n"
-    "                     SET extra_float_digits = 1;\n"
+    "                     SET extra_float_digits = 1;  the query knows the source's\n"
+    "                     types only as far as the replica does (timestamptz,\n"
+    "                     interval, timetz from a schema); `cdcstore reconcile`\n"
+    "                     reads them from the source (char(n), domains, money,\n"
+    "                     date and timestamp keys), and is the comparison to use\n"
     "  --source-table T   the source table's name in that query (default: --table)\n";
 
 /* --hash: 0 ok, -1 unknown. */

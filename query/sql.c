@@ -335,6 +335,20 @@ int cdc__sql_bucket(cdc__buf *b, const cdc__srckey *keys, size_t nkey, int64_t w
 
 /* ---- The hash query for users (API) ---- */
 
+/* The PostgreSQL type whose text cdc__sql_coltext turns into what Debezium
+ * sends, for a replica column's type descriptor; NULL (the type's output
+ * form) for the others. */
+static const char *sql_type_of(const char *desc)
+{
+    if (!desc) return NULL;
+    const char *slash = strchr(desc, '/');
+    if (!slash) return NULL;
+    if (!strcmp(slash + 1, "io.debezium.time.ZonedTimestamp")) return "timestamp with time zone";
+    if (!strcmp(slash + 1, "io.debezium.time.MicroDuration")) return "interval";
+    if (!strcmp(slash + 1, "io.debezium.time.ZonedTime")) return "time with time zone";
+    return NULL;
+}
+
 int cdc_hash_sql(cdc_store_t *st, const char *table, const char *source_table,
                  const cdc_hash_options_t *opts, char **sql, cdc_error_t *err)
 {
@@ -385,6 +399,15 @@ int cdc_hash_sql(cdc_store_t *st, const char *table, const char *source_table,
         keys[i].string = 0;
     }
     for (size_t i = 0; i < ncols; i++) cols[i].name = names[i];
+    /* Where the replica knows a column's Debezium type, the source's value
+     * is formatted as Debezium sends it (cdc__sql_coltext, as reconcile
+     * does): a timestamptz, interval or timetz printed by PostgreSQL hashed
+     * differently from the replica's ZonedTimestamp, MicroDuration or
+     * ZonedTime text of the same value. */
+    const char *const *types = NULL;
+    size_t ntypes = 0;
+    if (cdc_store_column_types(st, table, &types, &ntypes, NULL) == 0)
+        for (size_t i = 0; i < ncols && i < ntypes; i++) cols[i].type = sql_type_of(types[i]);
     if (!opts->range_width && opts->ranges > 1) {
         /* The bounds are the lower keys of the replica's quantile ranges. */
         if ((rc = cdc_hash_ranges(st, table, opts, &ranges, &nr, err))) goto done;
