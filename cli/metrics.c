@@ -193,7 +193,7 @@ static void put_page(FILE *f, const cli_metrics *m)
     const cdc_apply_result_t *r = &m->run.total;
     put_counter(f, "cdcstore_events_total", "Kafka records that reached the decoder in this run", r->read);
     put_counter(f, "cdcstore_applied_total", "writes that changed the replica in this run", r->applied);
-    put_counter(f, "cdcstore_stale_total", "events skipped in this run: older than the stored version", r->stale);
+    put_counter(f, "cdcstore_stale_total", "events skipped in this run: older than the stored version or a newer event of the batch", r->stale);
     put_counter(f, "cdcstore_duplicate_total", "events skipped in this run: the same version as stored",
                 r->duplicate);
     put_counter(f, "cdcstore_tombstones_total", "Kafka tombstones (null values) in this run", r->tombstones);

@@ -211,7 +211,9 @@ typedef struct cdc_apply_options {
 typedef struct cdc_apply_result {
     uint64_t read;          /* records given */
     uint64_t applied;       /* rows written (newer than stored) */
-    uint64_t stale;         /* skipped: older than the stored version */
+    uint64_t stale;         /* skipped: older than the stored version, or than a newer event
+                             * of its key in the same batch (so batching moves counts between
+                             * applied and stale, never the replica) */
     uint64_t duplicate;     /* skipped: same version as stored */
     uint64_t tombstones;    /* Kafka tombstones (null value): no change, counted */
     uint64_t dead_letters;  /* bad records, into the dead-letter store ... */
@@ -576,11 +578,11 @@ CDC_API int cdc_export_delta(cdc_store_t *st, const char *table, const char *dir
 #define CDC_STATS_MAP(XX)                                                                              \
     XX(events_read, READ, 0, "records that reached the decoder")                                        \
     XX(applied, APPLIED, 1, "writes that changed the replica")                                          \
-    XX(stale, STALE, 2, "older than the stored version")                                                \
+    XX(stale, STALE, 2, "older than the stored version or a newer event of the batch")                   \
     XX(duplicate, DUPLICATE, 3, "the same version as stored (or as a newer one in the batch)")          \
     XX(tombstones, TOMBSTONES, 4, "Kafka tombstones (null values)")                                     \
     XX(deletes, DELETES, 5, "delete events applied")                                                    \
-    XX(resurrections_blocked, RESURRECTIONS, 6, "non-delete events refused: a newer delete is stored")  \
+    XX(resurrections_blocked, RESURRECTIONS, 6, "non-delete events refused: a newer delete is stored or in the batch") \
     XX(placeholders_kept, PLACEHOLDERS, 7, "unchanged TOASTed columns whose stored value was kept")     \
     XX(placeholders_unresolved, UNRESOLVED, 13, "unchanged TOASTed columns with no stored value")       \
     XX(gap_deletes, GAP_DELETES, 8, "rows deleted: a completed snapshot did not contain them")          \
