@@ -90,6 +90,8 @@ typedef struct kcat_fields {
 #define BATCH_TEXT ((size_t)64 << 20)
 #define FLUSH_WAIT_MS 100 /* how long a batch of a slow input waits to fill (line_would_wait) */
 static const char OVERLONG[] = "overlong"; /* batch.bad: the reason is the record's value */
+/* batch.bad of a kcat record without "payload", whose position is sound and kept */
+static const char NOPAYLOAD[] = "a kcat record without \"payload\"";
 
 /* kcat's "headers": ["name", "value", ...] (a value may be null) at p:
  * takes a primary-key change's two headers (cdc_record_t).  Returns the end
@@ -223,6 +225,10 @@ static int scan_line(const char *p, const char *end, kcat_fields *f, cdc__buf *t
      * is silently not. */
     if (skip_ws(p + 1, end) != end) return LINE_BAD;
     if ((f->payload != NONE || f->payload_null) && (f->topic != NONE || f->offset)) return LINE_KCAT;
+    /* A topic and an offset but no "payload": a kcat record that lost its
+     * value (no envelope has those fields), dead-lettered as such with its
+     * position rather than as an envelope without an op. */
+    if (f->topic != NONE && f->offset) return LINE_KCAT;
     return LINE_BARE;
 }
 
@@ -331,6 +337,7 @@ static void add_line(batch *b, const char *line, size_t len, const char *source,
         else if (f.nul) bad = "the topic or the key holds a NUL character";
         else if (part < 0) bad = "the partition is not an integer in 0..2^31-1";
         else if (f.offset && r.offset < 0) bad = "the offset is not an integer in 0..2^63-2";
+        else if (f.payload == NONE && !f.payload_null) bad = NOPAYLOAD;
     } else {
         /* A bare envelope, or a line that is not JSON at all: the decoder
          * gets the raw line, and rejects the latter with a clear reason (it
@@ -346,7 +353,7 @@ static void add_line(batch *b, const char *line, size_t len, const char *source,
         voff = put_text(&b->text, line, len);
         r.value_len = len;
     }
-    if (bad) r.offset = -1; /* dead-lettered by its file and line instead */
+    if (bad && bad != NOPAYLOAD) r.offset = -1; /* dead-lettered by its file and line instead */
     batch_add(b, &r, toff, koff, voff, ooff, bad);
 }
 

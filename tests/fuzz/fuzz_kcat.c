@@ -98,7 +98,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const cdc_record_t *r = &b.recs[i];
         FUZZ_CHECK(r->partition >= 0, "record %zu: partition %d", i, (int)r->partition);
         FUZZ_CHECK(r->offset >= -1, "record %zu: offset %lld", i, (long long)r->offset);
-        FUZZ_CHECK(!b.bad[i] || r->offset == -1, "record %zu: refused position kept", i);
+        FUZZ_CHECK(!b.bad[i] || r->offset == -1 || b.bad[i] == NOPAYLOAD, "record %zu: refused position kept", i);
+        if (b.bad[i] == NOPAYLOAD) /* a sound position, and no value */
+            FUZZ_CHECK(r->topic && !r->value, "record %zu: a record without payload has a topic and no value", i);
         if (r->topic)
             FUZZ_CHECK(within(&b, r->topic, strlen(r->topic) + 1), "record %zu: topic outside the text", i);
         if (r->key) FUZZ_CHECK(within(&b, r->key, r->key_len + 1), "record %zu: key outside the text", i);

@@ -261,13 +261,15 @@ Test(filesrc, hostile_lines_and_reasons)
         "\xef\xbb\xbf{\"topic\":\"shop.public.evil\",\"partition\":0,\"offset\":3,\"key\":\"{\\\"id\\\":3}\",\"payload\":\"{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":3},\\\"source\\\":{\\\"lsn\\\":6}}\"}\n"
         "{\"topic\":\"shop.public.evil\",\"partition\":0,\"offset\":4,\"key\":\"{\\\"id\\\":4}\",\"payload\":\"{\\\"op\\\":\\\"c\\\",\\\"after\\\":{\\\"id\\\":4},\\\"source\\\":{\\\"lsn\\\":1e999}}\"}\n"
         /* a bare envelope after a byte-order mark, as a kcat line */
-        "\xef\xbb\xbf{\"op\":\"c\",\"after\":{\"id\":5},\"source\":{\"schema\":\"public\",\"table\":\"evil\",\"lsn\":7}}\n");
+        "\xef\xbb\xbf{\"op\":\"c\",\"after\":{\"id\":5},\"source\":{\"schema\":\"public\",\"table\":\"evil\",\"lsn\":7}}\n"
+        /* a kcat record without its payload: a dead letter as such, with its position */
+        "{\"topic\":\"shop.public.evil\",\"partition\":0,\"offset\":6,\"key\":\"{\\\"id\\\":6}\"}\n");
     char *dir = tu_tmpdir();
     cdc_store_t *st = tu_open(dir);
     cdc_apply_result_t r;
     cdc_error_t e = {0};
     cr_assert_eq(cdc_store_apply_file(st, path, NULL, &r, &e), 0, "%s", e.msg);
-    cr_expect_eq(r.dead_letters, 2);
+    cr_expect_eq(r.dead_letters, 3);
     char *v = tu_export(st, "public.evil", 0);
     cr_expect_str_eq(v, "id\n2\n3\n5\n", "the object payload and the lines after a BOM apply");
     free(v);
@@ -280,6 +282,10 @@ Test(filesrc, hostile_lines_and_reasons)
     cr_expect(strstr(dl.reason, "beyond the range of a double"), "%s", dl.reason);
     cr_expect_null(strstr(dl.reason, "null"), "an overflowed LSN is not reported as null: %s", dl.reason);
     cr_expect_eq(strstr(dl.reason + 1, "shop.public.evil[0]@4"), NULL, "the position once: %s", dl.reason);
+    cr_assert_eq(cdc_dlq_next(it, &dl, NULL), 1);
+    cr_expect_str_eq(dl.reason, "shop.public.evil[0]@6: a kcat record without \"payload\"");
+    cr_expect_eq(dl.offset, 6);
+    cr_expect_eq(dl.line, 6);
     cdc_dlq_close(it);
     cdc_store_close(st);
     tu_rmrf(dir);
