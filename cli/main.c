@@ -968,7 +968,9 @@ static int cmd_gc(int argc, char **argv)
         "                         7d) is still to come: each table's horizon lies just\n"
         "                         above its newest tombstone older than that (by the\n"
         "                         source ts_ms), and below every row it holds from after\n"
-        "                         it; a snapshot still running is never covered\n"
+        "                         it; a snapshot still running is never covered.  Also\n"
+        "                         promised: no transaction not yet applied stays open\n"
+        "                         longer than DURATION (its early changes carry older LSNs)\n"
         "With both, each table takes the lower horizon.\n";
     int c;
     while ((c = getopt_long(argc, argv, "d:t:l:o:h", lo, NULL)) != -1) {
