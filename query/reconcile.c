@@ -364,11 +364,13 @@ static int describe_tables(ctx *x)
                         "WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
                         oid, "reading the columns");
     if (!cols) return CDC_ESOURCE;
+    /* The key Debezium's records carry: the primary key, or without one the
+     * unique index that is the table's REPLICA IDENTITY. */
     PGresult *pk = q1(x,
-                      "SELECT a.attname FROM pg_index i "
+                      "SELECT a.attname FROM (SELECT * FROM pg_index WHERE indrelid = $1::oid "
+                      " AND (indisprimary OR indisreplident) ORDER BY indisprimary DESC LIMIT 1) i "
                       "CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) "
-                      "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
-                      "WHERE i.indrelid = $1::oid AND i.indisprimary ORDER BY k.ord",
+                      "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum ORDER BY k.ord",
                       oid, "reading the primary key");
     if (!pk) {
         PQclear(cols);
@@ -420,7 +422,10 @@ static int describe_tables(ctx *x)
     }
     x->nkey = (size_t)PQntuples(pk);
     if (!x->nkey) {
-        rc = cdc__err(x->err, CDC_ESOURCE, "source %s: table %s has no primary key", x->who, src);
+        rc = cdc__err(x->err, CDC_ESOURCE,
+                      "source %s: table %s has no primary key and no unique index as its REPLICA IDENTITY, "
+                      "so its rows have no key to compare by",
+                      x->who, src);
         goto done;
     }
     x->keys = cdc__calloc(x->nkey, sizeof *x->keys);
