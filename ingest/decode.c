@@ -1747,9 +1747,13 @@ static int put_typed(const dctx *c, const char *col, const cJSON *v, const cJSON
             return fail(c, col, "wrong type: the schema says array, the value is %s %s", json_kind(v),
                         snippet(v, sn, sizeof sn));
         const cJSON *items = member(fs, "items");
+        const cJSON *it = member(items, "type");
         /* items naming a logical type (a date[] of day numbers, a
-         * numeric(p,s)[] of base64 Decimals): each element as a value of it */
-        return put_array(c, col, v, cJSON_IsString(member(items, "name")) ? items : NULL, out);
+         * numeric(p,s)[] of base64 Decimals), or bytes (a bytea[] of
+         * base64, stored as {AAE=} where PostgreSQL prints {"\\x0001"}):
+         * each element as a value of it */
+        int typed = cJSON_IsString(member(items, "name")) || (cJSON_IsString(it) && !strcmp(it->valuestring, "bytes"));
+        return put_array(c, col, v, typed ? items : NULL, out);
     }
     return put_untyped(c, col, v, out);
 }

@@ -661,6 +661,10 @@ Test(decode, typed_array_elements)
     cr_expect_str_eq(typed_value("{\"type\":\"array\",\"items\":{\"type\":\"int32\",\"optional\":true},\"field\":\"x\"}",
                                  "[1,null,-2]"),
                      "{1,NULL,-2}");
+    /* a bytea[]: base64 items, in PostgreSQL's array text as its hex form */
+    cr_expect_str_eq(typed_value("{\"type\":\"array\",\"items\":{\"type\":\"bytes\",\"optional\":true},\"field\":\"x\"}",
+                                 "[\"AAE=\",null,\"\"]"),
+                     "{\"\\\\x0001\",NULL,\"\\\\x\"}");
 }
 
 /* A NUMERIC(p,s) key in Debezium's default precise mode (base64 of the
