@@ -1925,12 +1925,19 @@ static int key_element(const dctx *c, cdc__buf *key, const cJSON *v, int named, 
     }
     if (cJSON_IsNumber(v) && num_integral(v)) {
         int64_t x;
-        if (exact_int64(c, v, &x)) {
+        size_t n;
+        const char *t;
+        if (!exact_int64(c, v, &x)) {
+            cdc__key_add_int(key, x);
+            return 0;
+        }
+        /* Past 2^53 and written as a float (a float8 key of 1.5E16): the
+         * float's text below, as every other float key; an integer literal
+         * past a bigint has no PostgreSQL integer type. */
+        if (!named || !(t = num_text(c, v, &n)) || int_syntax(t, n)) {
             *why = "integer key out of the range of a bigint";
             return -1;
         }
-        cdc__key_add_int(key, x);
-        return 0;
     }
     /* Other PostgreSQL key types, named by a Kafka key, as the text the
      * row's column gets: an unconstrained NUMERIC (VariableScaleDecimal in
