@@ -194,7 +194,7 @@ size_t cdc__numeric_trim(const char *v, size_t n);
 /* How reconcile compares a column's replica text with the source's. */
 enum {
     CDC__CMP_TEXT = 0,    /* as stored */
-    CDC__CMP_NUMERIC = 1, /* an unconstrained NUMERIC: cdc__numeric_trim */
+    CDC__CMP_NUMERIC = 1, /* a NUMERIC: cdc__numeric_trim (cdc__sql_numeric) */
     CDC__CMP_FLOAT4 = 2,  /* a real: as PostgreSQL prints the float4 (cdc__put_real) */
 };
 /* The replica text v (length *n) of a column compared as kind, pointing
@@ -231,6 +231,9 @@ void cdc__sql_literal(cdc__buf *b, const char *s, size_t n);
 void cdc__sql_table(cdc__buf *b, const char *table);
 /* Appends the expression giving column c in the replica's text form. */
 void cdc__sql_coltext(cdc__buf *b, const cdc__srccol *c);
+/* 1 for a NUMERIC column's type ("numeric", "numeric(12,2)"; not an array):
+ * compared without trailing fraction zeros (CDC__CMP_NUMERIC). */
+int cdc__sql_numeric(const char *type);
 /* Appends the row encoding expression (text) / the per-row hash
  * expression (a bigint) over cols. */
 void cdc__sql_rowenc(cdc__buf *b, const cdc__srccol *cols, size_t n);

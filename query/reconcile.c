@@ -406,7 +406,7 @@ static int describe_tables(ctx *x)
         x->names[x->ncmp] = cdc__strdup(rnames[i]);
         x->scols[x->ncmp].name = x->names[x->ncmp];
         x->scols[x->ncmp].type = cdc__strdup(PQgetvalue(cols, found, 1));
-        x->trim[x->ncmp] = !strcmp(x->scols[x->ncmp].type, "numeric") ? CDC__CMP_NUMERIC
+        x->trim[x->ncmp] = cdc__sql_numeric(x->scols[x->ncmp].type) ? CDC__CMP_NUMERIC
                            : !strcmp(x->scols[x->ncmp].type, "real")  ? CDC__CMP_FLOAT4
                                                                       : CDC__CMP_TEXT;
         x->ncmp++;

@@ -56,6 +56,11 @@ static int type_precision(const char *type)
     return p ? atoi(p + 1) : 6;
 }
 
+int cdc__sql_numeric(const char *type)
+{
+    return type && !strncmp(type, "numeric", 7) && (type[7] == 0 || type[7] == '(') && !strchr(type, '[');
+}
+
 void cdc__sql_coltext(cdc__buf *b, const cdc__srccol *c)
 {
     const char *t = c->type;
@@ -99,9 +104,11 @@ void cdc__sql_coltext(cdc__buf *b, const cdc__srccol *c)
                         " * 1e6::float8) / 1e6::float8)::text",
                         id.p);
         cdc__buf_free(&id);
-    } else if (!strcmp(t, "numeric")) {
-        /* unconstrained: compared without trailing fraction zeros (see
-         * cdc__numeric_trim) */
+    } else if (cdc__sql_numeric(t)) {
+        /* compared without trailing fraction zeros (cdc__numeric_trim):
+         * an unconstrained NUMERIC's scale is the value's own, and a
+         * numeric(p,s) whose scale grew (a type change the replica
+         * accepts) holds the old scale in rows untouched since */
         cdc__buf_puts(b, "trim_scale(");
         cdc__sql_ident(b, c->name);
         cdc__buf_puts(b, ")::text");
@@ -125,6 +132,20 @@ void cdc__sql_coltext(cdc__buf *b, const cdc__srccol *c)
         cdc__buf_puts(b, "((");
         cdc__sql_ident(b, c->name);
         cdc__buf_puts(b, " AT TIME ZONE 'UTC')::time)::text || 'Z'");
+    } else if (!strncmp(t, "timestamp", 9) && strstr(t, "with time zone[]") && !strstr(t, "[][]")) {
+        /* an array of ZonedTimestamps as the replica stores it, each
+         * element as the column above ("{NULL,1970-01-01T00:00:00.000000Z}");
+         * the array's own text was always a difference */
+        char et[64];
+        snprintf(et, sizeof et, "%.*s", (int)(strstr(t, "[]") - t), t);
+        cdc__srccol e = {.name = "e", .type = et};
+        cdc__buf_puts(b, "CASE WHEN ");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, " IS NOT NULL THEN (SELECT '{' || coalesce(string_agg(CASE WHEN \"e\" IS NULL THEN 'NULL' ELSE ");
+        cdc__sql_coltext(b, &e);
+        cdc__buf_puts(b, " END, ',' ORDER BY \"o\"), '') || '}' FROM unnest(");
+        cdc__sql_ident(b, c->name);
+        cdc__buf_puts(b, ") WITH ORDINALITY AS u(\"e\", \"o\")) END");
     } else if (!strncmp(t, "timestamp", 9) && strstr(t, "with time zone") && !strchr(t, '[')) {
         /* Debezium's ZonedTimestamp: ISO-8601 in UTC with the column's
          * fraction digits, "2026-01-16T08:30:00.000000Z".  Its year is

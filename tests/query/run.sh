@@ -274,7 +274,7 @@ echo "== char(n) and domain keys; money, inet, cidr, timetz, domain and timestam
                              PRIMARY KEY (cc, id));
     INSERT INTO public.bp2 VALUES ('de', 1, 12.34, '10.0.0.1', '10.0.0.0/8', true, '2024-01-15 10:30:00+00', NULL, '07:04:56.789+02'),
                                   ('f', 1, -0.5, '::1', '2001:db8::/32', false, NULL, '{}', '23:59:59+00'),
-                                  ('f', 2, 1000000, '10.1.2.3/24', '192.168.0.0/16', NULL, '2024-01-15 10:30:00.5+02', NULL, '00:30:00.000001-01'),
+                                  ('f', 2, 1000000, '10.1.2.3/24', '192.168.0.0/16', NULL, '2024-01-15 10:30:00.5+02', '{NULL,\"1970-01-01 00:00:00+00\",\"2024-01-15 10:30:00.25+02\"}', '00:30:00.000001-01'),
                                   ('us', 1, NULL, NULL, NULL, true, NULL, NULL, NULL)"
 python3 - > "$T/ck.jsonl" <<'PY'
 import json
@@ -287,7 +287,8 @@ for i, k in enumerate(rows):
     print(rec("c.public.bp", i, {"k": k}, {"k": k, "v": "x"}, i == len(rows) - 1))
 rows2 = [("de", 1, "12.34", "10.0.0.1", "10.0.0.0/8", True, "2024-01-15T10:30:00.000000Z", None, "05:04:56.789Z"),
          ("f ", 1, "-0.50", "::1", "2001:db8::/32", False, None, [], "23:59:59Z"),
-         ("f ", 2, "1000000.00", "10.1.2.3/24", "192.168.0.0/16", None, "2024-01-15T08:30:00.500000Z", None, "01:30:00.000001Z"),
+         ("f ", 2, "1000000.00", "10.1.2.3/24", "192.168.0.0/16", None, "2024-01-15T08:30:00.500000Z",
+          [None, "1970-01-01T00:00:00.000000Z", "2024-01-15T08:30:00.250000Z"], "01:30:00.000001Z"),
          ("us", 1, None, None, None, True, None, None, None)]
 for i, (cc, id_, m, ip, net, f, w, wa, tz) in enumerate(rows2):
     print(rec("c.public.bp2", i, {"cc": cc, "id": id_},
@@ -320,6 +321,30 @@ for opts in "" "--ranges 3 --threshold 1"; do
     check "(char(2), domain over int) key ${opts:-(defaults)}: two missing (one padded), one different money, exit 1 (got $s: $got)" \
         test "$s" = 1 -a "$got" = "$(printf 'different\t{"cc":"de","id":1} missing\t{"cc":"f ","id":3} missing\t{"cc":"fr","id":1}')"
 done
+
+# ---- NUMERIC(p,s) compared by value: a scale the replica accepted growing ----
+echo "== numeric(p,s) whose scale grew: rows untouched since keep the old scale's text"
+"${PSQL[@]}" -q -c "CREATE TABLE public.nsc (id int PRIMARY KEY, a numeric(14,2), c numeric(12,4));
+    INSERT INTO public.nsc VALUES (1, 20, 0.5), (2, -3.1, 12), (3, NULL, 0)"
+python3 - > "$T/nsc.jsonl" <<'PY'
+import json
+rows = [(1, "20", "0.50"), (2, "-3.1", "12.00"), (3, None, "0.00")]  # as an int and a numeric(10,2) sent them
+for off, (i, a, c) in enumerate(rows):
+    env = {"op": "r", "after": {"id": i, "a": a, "c": c},
+           "source": {"schema": "public", "table": "nsc", "lsn": 10, "snapshot": "last" if off == 2 else "true"}}
+    print(json.dumps({"topic": "n.public.nsc", "partition": 0, "offset": off, "key": json.dumps({"id": i}),
+                      "payload": json.dumps(env)}))
+PY
+"$CDC" apply --quiet --db "$T/nscdb" "$T/nsc.jsonl"
+"$CDC" reconcile --db "$T/nscdb" --table public.nsc --source "$CONN" > "$T/nsc.out" 2> "$T/nsc.err"
+s=$?
+check "numeric(p,s) by value: 20 = 20.00, 0.50 = 0.5000, exit 0 (got $s: $(head -c 300 "$T/nsc.out"))" \
+    test "$s" = 0 -a ! -s "$T/nsc.out"
+"${PSQL[@]}" -q -c "UPDATE public.nsc SET c = 12.0001 WHERE id = 2"
+"$CDC" reconcile --db "$T/nscdb" --table public.nsc --source "$CONN" > "$T/nsc.out" 2> "$T/nsc.err"
+s=$?
+check "numeric(p,s) by value: 12.00 against 12.0001 differs, exit 1 (got $s: $(cut -f1,2 "$T/nsc.out"))" \
+    test "$s" = 1 -a "$(cut -f1,2 "$T/nsc.out")" = "$(printf 'different\t{"id":2}')"
 
 # ---- a table keyed by a unique index as its REPLICA IDENTITY (no primary key) ----
 echo "== a table without a primary key, keyed by its REPLICA IDENTITY index"
