@@ -516,8 +516,8 @@ static int export_one(cdc_store_t *st, const char *table, cdc_export_options_t *
     if (!rc && unknown)
         cli_printf_escaped(stderr,
                            "cdcstore export: warning: %s: %llu %s written before a column appeared at the "
-                           "source, whose default no schema gave; that column is written as NULL there. Re-read "
-                           "the table (an incremental snapshot) to fill it",
+                           "source, whose default no schema gave (or which a rename made); that column is written "
+                           "as NULL there. Re-read the table (an incremental snapshot) to fill it",
                            table, (unsigned long long)unknown, cli_plural(unknown, "row was", "rows were"));
     if (rc) return cli_fail(&e, rc);
     return EXIT_OK;

@@ -264,7 +264,8 @@ int cmd_reconcile(int argc, char **argv)
                 for (size_t i = 0; i < n; i++)
                     cli_printf_escaped(stderr,
                                        "cdcstore reconcile: note: column %s appeared at the source after rows of "
-                                       "the replica were written, and no schema gave its default: those rows hold "
+                                       "the replica were written, and no schema gave its default (or a rename made "
+                                       "it): those rows hold "
                                        "NULL for a value the replica does not know (re-read the table, e.g. an "
                                        "incremental snapshot, to fill it)",
                                        cols[i]);

@@ -602,6 +602,28 @@ void cdc__table_live(cdc__table *t)
             t->live[t->nlive] = i;
             t->livenames[t->nlive++] = t->cols[i];
         }
+    /* A RENAME COLUMN looks like a column dropped and one added by the
+     * same change: the newest change that carried the old name is the
+     * newest that lacked the new one.  Rows untouched since hold the value
+     * under the old name, not the new column's schema default, which they
+     * read (silently wrong): such a column reads as unknown in them (NULL,
+     * counted).  Found from the versions kept, so the order the changes
+     * arrived in does not decide it.  A DROP and an ADD ... DEFAULT between
+     * the same two changes look the same, and read unknown too. */
+    for (size_t j = 0; j < t->nlive; j++) {
+        cdc__colmeta *x = &t->colmeta[t->live[j]];
+        x->maybe_renamed = 0;
+        if (!x->has_gone) continue;
+        for (size_t i = 0; i < t->ncols && !x->maybe_renamed; i++) {
+            const cdc__colmeta *y = &t->colmeta[i];
+            if (col_live(t, y)) continue;
+            cdc__version last = {0};
+            int has = 0;
+            if (y->has_seen) last = y->seen, has = 1;
+            if (t->has_allseen && (!has || cdc__version_cmp(&t->allseen, &last) > 0)) last = t->allseen, has = 1;
+            x->maybe_renamed = has && !cdc__version_cmp(&last, &x->gone);
+        }
+    }
     t->live_dirty = 0;
 }
 
@@ -1595,9 +1617,10 @@ static int fill_row(const cdc__table *t, const char *k, size_t kl, const char *v
         lens[j] = lens[i];
         if (deleted && t->nkey && lens[j] != CDC__ABSENT && !key_column(t, i)) lens[j] = CDC__ABSENT;
         if (lens[j] == CDC__ABSENT) {
-            vals[j] = m->dflt_known && !deleted ? m->dflt : NULL;
+            int known = m->dflt_known && !m->maybe_renamed;
+            vals[j] = known && !deleted ? m->dflt : NULL;
             lens[j] = vals[j] ? strlen(vals[j]) : 0;
-            unknown += !m->dflt_known && !deleted;
+            unknown += !known && !deleted;
         }
     }
 filled:
@@ -1711,7 +1734,7 @@ int cdc_store_unknown_columns(cdc_store_t *st, const char *table, char ***names,
     *n = 0;
     for (size_t j = 0; j < t->nlive; j++) {
         const cdc__colmeta *m = &t->colmeta[t->live[j]];
-        if (m->added_later && !m->dflt_known) (*names)[(*n)++] = cdc__strdup(t->livenames[j]);
+        if ((m->added_later && !m->dflt_known) || m->maybe_renamed) (*names)[(*n)++] = cdc__strdup(t->livenames[j]);
     }
     return 0;
 }

@@ -37,6 +37,7 @@ typedef struct cdc__colmeta {
     unsigned char added_later; /* appeared after the table's first change (ALTER TABLE ADD) */
     unsigned char dflt_known; /* dflt is the source's default (from a schema) */
     unsigned char has_dflt_ver;
+    unsigned char maybe_renamed; /* its default is not what older rows hold (cdc__table_live) */
     cdc__version dflt_ver;  /* the oldest change whose schema gave dflt (absent in replicas
                              * written before it was kept) */
     char *dflt;             /* the default in text form; NULL: SQL NULL (or unknown) */

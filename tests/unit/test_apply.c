@@ -661,6 +661,72 @@ Test(schema, added_column_takes_the_schema_default)
     free(dir);
 }
 
+/* A RENAME COLUMN (v to w, whose schema gives a default): rows untouched
+ * since hold their value under the old name at the source, so w reads
+ * unknown in them (NULL, counted), not the default, at every batch size;
+ * a column added while v still existed (and v dropped later) keeps its
+ * schema default for the rows before it. */
+Test(schema, a_renamed_column_reads_unknown_not_its_default)
+{
+    const char *renamed = "order_id,u,w\n1,y,1\n2,x,\n3,x,\n";
+    const char *added = "order_id,u,a\n1,y,5\n2,x,9\n3,x,9\n";
+    for (int bs = 1; bs <= 5; bs++) {
+        for (int kase = 0; kase < 2; kase++) {
+            char *dir = tu_tmpdir();
+            cdc_store_t *st = tu_open(dir);
+            recs rs = {0};
+            long o = 0;
+            for (int k = 1; k <= 3; k++)
+                recs_add(&rs, T, 0, o++, fmt("{\"order_id\":%d}", k),
+                         env_schema("r",
+                                    "[" F_ID ",{\"type\":\"int32\",\"optional\":true,\"default\":7,\"field\":\"v\"},"
+                                    "{\"type\":\"string\",\"optional\":true,\"field\":\"u\"}]",
+                                    fmt("{\"order_id\":%d,\"v\":%d,\"u\":\"x\"}", k, k), 100,
+                                    k == 3 ? "last" : "true"));
+            if (kase == 0) /* RENAME COLUMN v TO w; UPDATE ... id 1 */
+                recs_add(&rs, T, 0, o++, strdup("{\"order_id\":1}"),
+                         env_schema("u",
+                                    "[" F_ID ",{\"type\":\"int32\",\"optional\":true,\"default\":7,\"field\":\"w\"},"
+                                    "{\"type\":\"string\",\"optional\":true,\"field\":\"u\"}]",
+                                    "{\"order_id\":1,\"w\":1,\"u\":\"y\"}", 200, "false"));
+            else { /* ADD COLUMN a DEFAULT 9; UPDATE id 1; DROP COLUMN v; UPDATE id 1 */
+                recs_add(&rs, T, 0, o++, strdup("{\"order_id\":1}"),
+                         env_schema("u",
+                                    "[" F_ID ",{\"type\":\"int32\",\"optional\":true,\"default\":7,\"field\":\"v\"},"
+                                    "{\"type\":\"string\",\"optional\":true,\"field\":\"u\"},"
+                                    "{\"type\":\"int32\",\"optional\":true,\"default\":9,\"field\":\"a\"}]",
+                                    "{\"order_id\":1,\"v\":1,\"u\":\"x\",\"a\":4}", 200, "false"));
+                recs_add(&rs, T, 0, o++, strdup("{\"order_id\":1}"),
+                         env_schema("u",
+                                    "[" F_ID ",{\"type\":\"string\",\"optional\":true,\"field\":\"u\"},"
+                                    "{\"type\":\"int32\",\"optional\":true,\"default\":9,\"field\":\"a\"}]",
+                                    "{\"order_id\":1,\"u\":\"y\",\"a\":5}", 300, "false"));
+            }
+            for (size_t i = 0; i < rs.n; i += (size_t)bs) {
+                size_t n = rs.n - i < (size_t)bs ? rs.n - i : (size_t)bs;
+                cdc_apply_result_t r = tu_apply(st, rs.r + i, n);
+                cr_assert_eq(r.dead_letters, 0);
+            }
+            char *v = tu_export(st, "public.orders", 0);
+            cr_assert_str_eq(v, kase == 0 ? renamed : added, "case %d, batches of %d: %s", kase, bs, v);
+            free(v);
+            cdc_row_t row;
+            cr_assert_eq(cdc_store_get(st, "public.orders", "[2]", &row, NULL), 0);
+            cr_assert_eq(row.unknown, kase == 0 ? 1u : 0u, "case %d, batches of %d", kase, bs);
+            char **cols;
+            size_t nc;
+            cr_assert_eq(cdc_store_unknown_columns(st, "public.orders", &cols, &nc, NULL), 0);
+            cr_assert_eq(nc, kase == 0 ? 1u : 0u, "case %d, batches of %d: %zu columns of unknown value", kase, bs, nc);
+            if (nc) cr_assert_str_eq(cols[0], "w");
+            cdc_strings_free(cols, nc);
+            recs_free(&rs);
+            cdc_store_close(st);
+            tu_rmrf(dir);
+            free(dir);
+        }
+    }
+}
+
 /* A table whose rows were all deleted keeps the columns its changes had,
  * at every batch size (in one batch the fold skips a change its delete
  * follows: its columns are noted all the same), and its deleted rows, as
