@@ -365,8 +365,9 @@ CDC_API int cdc_store_column_types(cdc_store_t *st, const char *table, const cha
 CDC_API int cdc_store_table_stopped(cdc_store_t *st, const char *table, const char **reason,
                                     cdc_error_t *err);
 
-/* Applies a stopped table's events again from now on, taking the column
- * types the next events give.  Its rows are as the replica held them: re-read
+/* Applies a stopped table's events again from now on, taking the refused
+ * type as the column's (changes older than the refusal, applied again,
+ * change no type).  Its rows are as the replica held them: re-read
  * the table after this call (a snapshot or an incremental snapshot; reads
  * that arrive while the table is stopped are dead letters too).  Errors: CDC_ENOTFOUND,
  * CDC_EINVAL (opened read-only), CDC_EIO. */

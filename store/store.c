@@ -1713,12 +1713,37 @@ int cdc_store_resume_table(cdc_store_t *st, const char *table, cdc_error_t *err)
     int rc = cdc__table_get(st, table, 0, &t, err);
     if (rc) return rc;
     if (!t->stopped) return 0;
+    /* The refused type becomes the column's, as of just after the newest
+     * change the table took: the stopping change and every later one
+     * carry it, and changes from before (a file applied again after the
+     * resume) are older and change no type.  Clearing every type instead
+     * let those older changes set the old type back, and the stopping
+     * change stopped the table again.  A reason of another form (a
+     * replica written before) clears the types: the next changes give
+     * them. */
+    const char *why = t->stopped, *from = strstr(why, " changed type from "), *to = NULL, *stop = NULL;
+    size_t col = SIZE_MAX;
+    cdc__version newest;
+    if (!strncmp(why, "column ", 7) && from && (stop = strstr(from, ", which can change")) &&
+        newest_noted(t, &newest)) {
+        for (const char *q = from; (q = strstr(q, " to ")) && q < stop; q++) to = q + 4;
+        if (to && !memchr(to, ' ', (size_t)(stop - to))) col = col_find(t, why + 7, (size_t)(from - why - 7));
+    }
+    if (col != SIZE_MAX) {
+        cdc__colmeta *m = &t->colmeta[col];
+        free(m->type);
+        m->type = cdc__strndup(to, (size_t)(stop - to));
+        m->type_ver = newest;
+        m->type_ver.lsn++;
+        m->type_ver.commit = 0;
+    } else {
+        for (size_t i = 0; i < t->ncols; i++) {
+            free(t->colmeta[i].type);
+            t->colmeta[i].type = NULL;
+        }
+    }
     free(t->stopped);
     t->stopped = NULL;
-    for (size_t i = 0; i < t->ncols; i++) {
-        free(t->colmeta[i].type);
-        t->colmeta[i].type = NULL;
-    }
     t->meta_dirty = 1;
     if ((rc = table_write(st, t, st->wo, err))) st->broken = 1;
     return rc;
