@@ -681,7 +681,7 @@ Test(schema, a_renamed_column_reads_unknown_not_its_default)
                          env_schema("r",
                                     "[" F_ID ",{\"type\":\"int32\",\"optional\":true,\"default\":7,\"field\":\"v\"},"
                                     "{\"type\":\"string\",\"optional\":true,\"field\":\"u\"}]",
-                                    fmt("{\"order_id\":%d,\"v\":%d,\"u\":\"x\"}", k, k), 100,
+                                    fmt_static(k, "{\"order_id\":%d,\"v\":%d,\"u\":\"x\"}"), 100,
                                     k == 3 ? "last" : "true"));
             if (kase == 0) /* RENAME COLUMN v TO w; UPDATE ... id 1 */
                 recs_add(&rs, T, 0, o++, strdup("{\"order_id\":1}"),
