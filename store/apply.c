@@ -433,6 +433,12 @@ static int dlq_ident(const char *v, size_t vl, cdc__buf *out)
     return 0;
 }
 
+/* The key of dead letter id: its 8 big-endian bytes. */
+static void dlq_id_key(char key[8], uint64_t id)
+{
+    for (int i = 0; i < 8; i++) key[i] = (char)(id >> (56 - 8 * i));
+}
+
 static void dlq_index_key(cdc__buf *k, uint64_t h)
 {
     k->len = 0;
@@ -452,7 +458,7 @@ static int dlq_known(cdc_store_t *st, const char *idx, size_t il, const cdc__buf
     while (p < end && !*seen) {
         if (cdc__get_varint(&p, end, &id)) return cdc__err(err, CDC_ECORRUPT, "the dead-letter index does not decode");
         char key[8];
-        for (int i = 0; i < 8; i++) key[i] = (char)(id >> (56 - 8 * i));
+        dlq_id_key(key, id);
         size_t dl;
         char *e = NULL;
         char *d = rocksdb_get_cf(st->db, st->ro, st->dlq_cf, key, 8, &dl, &e);
@@ -543,8 +549,10 @@ typedef struct apply_ctx {
     cdc__buf jbuf;
     size_t jn;                       /* keys in jbuf */
     uint32_t jseq;                   /* journal records written by the batch */
-    cdc__buf *dlv;                   /* the dead letters this batch wrote (dlq_ident) ... */
-    uint64_t *dlh, *dlid;            /* ... their hashes and ids */
+    struct dl_written {              /* the dead letters this batch wrote: */
+        cdc__buf ident;              /* dlq_ident */
+        uint64_t h, id;              /* its hash, its id */
+    } *dl;
     size_t ndl;
 } apply_ctx;
 
@@ -598,7 +606,7 @@ static int dlq_put(apply_ctx *a, const cdc_record_t *r, const char *reason, int 
     *known = 0;
     /* This batch's own dead letters first: the store does not see them yet. */
     for (size_t i = 0; i < a->ndl && !*known; i++)
-        *known = a->dlh[i] == h && a->dlv[i].len == ident.len && !memcmp(a->dlv[i].p, ident.p, ident.len);
+        *known = a->dl[i].h == h && a->dl[i].ident.len == ident.len && !memcmp(a->dl[i].ident.p, ident.p, ident.len);
     dlq_index_key(&k, h);
     int rc = 0;
     if (!*known) {
@@ -619,19 +627,14 @@ static int dlq_put(apply_ctx *a, const cdc_record_t *r, const char *reason, int 
         /* the index as this batch leaves it: the store's ids, this batch's
          * other ids of the same hash, this one */
         for (size_t i = 0; i < a->ndl; i++)
-            if (a->dlh[i] == h) cdc__buf_put_varint(&idx, a->dlid[i]);
+            if (a->dl[i].h == h) cdc__buf_put_varint(&idx, a->dl[i].id);
         cdc__buf_put_varint(&idx, id);
-        cdc__buf key = {0};
-        cdc__buf_put_u64be(&key, id);
-        rocksdb_writebatch_put_cf(a->wb, st->dlq_cf, key.p, key.len, v.p, v.len);
+        char key[8];
+        dlq_id_key(key, id);
+        rocksdb_writebatch_put_cf(a->wb, st->dlq_cf, key, sizeof key, v.p, v.len);
         rocksdb_writebatch_put_cf(a->wb, st->dlq_cf, k.p, k.len, idx.p, idx.len);
-        cdc__buf_free(&key);
-        a->dlv = cdc__realloc(a->dlv, (a->ndl + 1) * sizeof *a->dlv);
-        a->dlh = cdc__realloc(a->dlh, (a->ndl + 1) * sizeof *a->dlh);
-        a->dlid = cdc__realloc(a->dlid, (a->ndl + 1) * sizeof *a->dlid);
-        a->dlv[a->ndl] = ident; /* taken over */
-        a->dlh[a->ndl] = h;
-        a->dlid[a->ndl++] = id;
+        a->dl = cdc__realloc(a->dl, (a->ndl + 1) * sizeof *a->dl);
+        a->dl[a->ndl++] = (struct dl_written){ident, h, id}; /* ident taken over */
         ident = (cdc__buf){0};
     }
     cdc__buf_free(&ident);
@@ -1871,10 +1874,8 @@ static void ctx_free(apply_ctx *a)
     cdc__buf_free(&a->jbuf);
     free(a->order);
     rocksdb_writebatch_destroy(a->wb);
-    for (size_t i = 0; i < a->ndl; i++) cdc__buf_free(&a->dlv[i]);
-    free(a->dlv);
-    free(a->dlh);
-    free(a->dlid);
+    for (size_t i = 0; i < a->ndl; i++) cdc__buf_free(&a->dl[i].ident);
+    free(a->dl);
     free(a->sl);
     free(a->pu);
     free(a->groups);

@@ -522,6 +522,11 @@ static size_t col_find(const cdc__table *t, const char *name, size_t len)
     return SIZE_MAX;
 }
 
+/* The refusal's reason reads "column C" STOP_FROM "A to B" STOP_TAIL ...;
+ * cdc_store_resume_table reads C and B back from it. */
+#define STOP_FROM " changed type from "
+#define STOP_TAIL ", which can change"
+
 /* The refusal of a type change among the descriptors, or NULL; changes
  * nothing, so that a refused event leaves every column as it was (the
  * columns before the refused one included). */
@@ -547,7 +552,7 @@ static char *refused_type_change(const cdc__table *t, const cdc__version *ver, c
         }
         cdc__buf why = {0};
         cdc__buf_printf(&why,
-                        "column %s changed type from %s to %s, which can change the values the source "
+                        "column %s" STOP_FROM "%s to %s" STOP_TAIL " the values the source "
                         "holds in rows the replica will not see again; `cdcstore resume --table %s`, then "
                         "re-read the table (a snapshot or an incremental snapshot: a read that arrives while "
                         "the table is stopped is a dead letter too)",
@@ -1721,10 +1726,10 @@ int cdc_store_resume_table(cdc_store_t *st, const char *table, cdc_error_t *err)
      * change stopped the table again.  A reason of another form (a
      * replica written before) clears the types: the next changes give
      * them. */
-    const char *why = t->stopped, *from = strstr(why, " changed type from "), *to = NULL, *stop = NULL;
+    const char *why = t->stopped, *from = strstr(why, STOP_FROM), *to = NULL, *stop = NULL;
     size_t col = SIZE_MAX;
     cdc__version newest;
-    if (!strncmp(why, "column ", 7) && from && (stop = strstr(from, ", which can change")) &&
+    if (!strncmp(why, "column ", 7) && from && (stop = strstr(from, STOP_TAIL)) &&
         newest_noted(t, &newest)) {
         for (const char *q = from; (q = strstr(q, " to ")) && q < stop; q++) to = q + 4;
         if (to && !memchr(to, ' ', (size_t)(stop - to))) col = col_find(t, why + 7, (size_t)(from - why - 7));
