@@ -1958,7 +1958,7 @@ int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__even
     int rc = 0;
     if (st->read_only) rc = cdc__err(err, CDC_EINVAL, "%s: replica opened read-only", st->dir);
     else if (st->broken) rc = cdc__err(err, CDC_EIO, "%s: an earlier write failed; reopen the replica", st->dir);
-    else if (n) rc = cdc__space_check(st, err);
+    else if (n) rc = cdc__space_check(st, "this batch was not written (the batches before it were)", err);
     if (rc || n == 0) {
         events_free(evs, n);
         return rc;

@@ -1006,7 +1006,7 @@ static int load_meta(cdc_store_t *st, cdc_error_t *err)
 
 #define DEFAULT_MIN_FREE_MB 128
 
-int cdc__space_check(const cdc_store_t *st, cdc_error_t *err)
+int cdc__space_check(const cdc_store_t *st, const char *unwritten, cdc_error_t *err)
 {
     struct statvfs vs;
     if (st->read_only || statvfs(st->dir, &vs) != 0) return 0; /* cannot tell: RocksDB reports */
@@ -1014,8 +1014,8 @@ int cdc__space_check(const cdc_store_t *st, cdc_error_t *err)
     if (avail >= st->min_free) return 0;
     return cdc__err(err, -ENOSPC,
                     "%s: %llu MiB free on its filesystem, %llu MiB needed to write (no space left on "
-                    "device); nothing was written: free some space and run again",
-                    st->dir, (unsigned long long)(avail >> 20), (unsigned long long)(st->min_free >> 20));
+                    "device); %s: free some space and run again",
+                    st->dir, (unsigned long long)(avail >> 20), (unsigned long long)(st->min_free >> 20), unwritten);
 }
 
 /* ---- Whose directory ---- */
@@ -1147,7 +1147,7 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
     st->log_opaque = o->log_opaque;
     st->read_only = o->read_only;
     st->min_free = (uint64_t)(o->min_free_mb ? o->min_free_mb : DEFAULT_MIN_FREE_MB) << 20;
-    int rc = cdc__space_check(st, err);
+    int rc = cdc__space_check(st, "nothing was written", err);
     if (rc) {
         cdc_store_close(st);
         return rc;

@@ -249,7 +249,7 @@ void cdc__log(cdc_store_t *st, int level, const char *facility, const char *fmt,
 
 /* -ENOSPC with a message when the replica's filesystem has less than
  * st->min_free bytes free (cdc_open_options_t.min_free_mb); else 0. */
-int cdc__space_check(const cdc_store_t *st, cdc_error_t *err);
+int cdc__space_check(const cdc_store_t *st, const char *unwritten, cdc_error_t *err);
 
 /* Finds a table; with create, creates its column family and metadata. */
 int cdc__table_get(cdc_store_t *st, const char *name, int create, cdc__table **out,
