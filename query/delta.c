@@ -480,6 +480,8 @@ static const char *delta_type(const char *ty, char *dec, size_t decsz, const cha
         {"int64", "long"},
         {"float32", "float"},
         {"float64", "double"},
+        {"float", "float"}, /* JsonConverter's names of float32 and float64 */
+        {"double", "double"},
         {"boolean", "boolean"},
         {"string", "string"},
         {"bytes", "binary"},

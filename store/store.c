@@ -97,6 +97,8 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/vfs.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <linux/magic.h>
 
 #include "store.h"
@@ -1071,6 +1073,24 @@ static int on_tmpfs(const char *dir)
     return statfs(dir, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
 }
 
+/* Opens of a reader that meet a file the writer removed meanwhile (see
+ * cdc_store_open). */
+#define READER_OPEN_TRIES 8
+
+/* Whether another process holds dir's LOCK: a writer runs (RocksDB locks
+ * the file with fcntl; F_GETLK asks without taking it). */
+static int writer_holds_lock(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/LOCK", dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    int held = fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+    close(fd);
+    return held;
+}
+
 static rocksdb_t *open_families(cdc_store_t *st, size_t n, const char **names, const rocksdb_options_t **opts,
                                 rocksdb_column_family_handle_t **h, char **e)
 {
@@ -1253,11 +1273,33 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
     rocksdb_column_family_handle_t **h = cdc__calloc(total, sizeof *h);
     /* A write-ahead log damaged before its end (not merely cut short by a
      * kill) fails this open; the replica then rolls back to its last
-     * consistent point, below, and says so. */
-    rocksdb_options_set_wal_recovery_mode(st->opts, 0 /* tolerate a torn tail only */);
+     * consistent point, below, and says so.
+     *
+     * A read-only open beside a running writer (export, get, stats, hash
+     * while apply or ingest runs: the writer holds the replica's LOCK)
+     * reads the log as the writer appends to it and the files as the
+     * writer's flushes and compactions replace them: a record half written
+     * when read is followed by more bytes by the time the next is, which
+     * reads as damage before the end, and a table file listed by the
+     * manifest may be deleted before it is opened.  Neither is damage, and
+     * a reader writes nothing: it replays the log up to the last complete
+     * batch (point in time: a consistent state, the writer's of a moment
+     * ago), says nothing of a roll-back, and opens again, a few times, when
+     * a file went away under it.  Without a writer, damage is damage: the
+     * reader warns as the writer would. */
+    int beside_writer = st->read_only && writer_holds_lock(dir);
+    rocksdb_options_set_wal_recovery_mode(st->opts, beside_writer ? 2 /* point in time */
+                                                                  : 0 /* tolerate a torn tail only */);
     st->db = open_families(st, total, cfn, cfo, h, &e);
+    for (int tries = 0; beside_writer && e && tries < READER_OPEN_TRIES; tries++) {
+        if (!strstr(e, "No such file") && !strstr(e, "NotFound") && !strstr(e, "Corruption")) break;
+        free(e);
+        e = NULL;
+        usleep(20000 * (unsigned)(tries + 1));
+        st->db = open_families(st, total, cfn, cfo, h, &e);
+    }
     char *damage = NULL;
-    if (e && strstr(e, "Corruption")) {
+    if (e && !beside_writer && strstr(e, "Corruption")) {
         damage = e;
         e = NULL;
         rocksdb_options_set_wal_recovery_mode(st->opts, 2 /* point in time */);

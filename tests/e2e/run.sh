@@ -1225,25 +1225,33 @@ typed_equal() {
         types_compare public.alltypes "e2e9.$name"
 }
 
-# The Parquet file's logical types, as pyarrow reads them.
+# typed_schema READER PATH 'COLUMN TYPE'...: the reader's types of the
+# Parquet file or Delta table PATH (pyarrow: the Parquet logical types;
+# deltalake: the Delta schema) are the ones given.
 typed_schema() {
-    local out=$WORK/alltypes-schema.txt want got=0 c
-    "$TEST_VENV/bin/python" "$ROOT/tests/export/read_table.py" --reader pyarrow --schema "$1" >"$out" 2>&1 || {
+    local reader=$1 path=$2 out=$WORK/alltypes-schema-$1.txt want got=0 c
+    shift 2
+    "$TEST_VENV/bin/python" "$ROOT/tests/export/read_table.py" --reader "$reader" --schema "$path" >"$out" 2>&1 || {
         cat "$out"
         return 1
     }
-    for want in 'k8 int64' 'i2 int16' 'i4 int32' 'f4 float' 'f8 double' 'n102 decimal128(10, 2)' \
-        'n3810 decimal128(38, 10)' 'n string' 'b binary' 'd date32' 'ts timestamp[us]' 'tstz timestamp[us, tz=UTC]' \
-        'bo bool' 'u extension<arrow.uuid>' 'j extension<arrow.json>' 'jb extension<arrow.json>' 'tm time64[us]' \
-        't string'; do
+    for want in "$@"; do
         c=${want%% *}
         if [[ $(awk -F'\t' -v c="$c" '$1 == c { sub(/\[day\]/, "", $2); print $2 }' "$out") != "${want#* }" ]]; then
-            echo "column $c: expected ${want#* }, pyarrow reads: $(awk -F'\t' -v c="$c" '$1 == c' "$out")"
+            echo "column $c: expected ${want#* }, $reader reads: $(awk -F'\t' -v c="$c" '$1 == c' "$out")"
             got=1
         fi
     done
-    ((got == 0)) && echo "logical types as expected: $(tr '\n' ';' <"$out" | cut -c1-300)"
+    ((got == 0)) && echo "types as expected: $(tr '\n' ';' <"$out" | cut -c1-300)"
 }
+PARQUET_TYPES=('k8 int64' 'i2 int16' 'i4 int32' 'f4 float' 'f8 double' 'n102 decimal128(10, 2)'
+    'n3810 decimal128(38, 10)' 'n string' 'b binary' 'd date32' 'ts timestamp[us]' 'tstz timestamp[us, tz=UTC]'
+    'bo bool' 'u extension<arrow.uuid>' 'j extension<arrow.json>' 'jb extension<arrow.json>' 'tm time64[us]'
+    't string')
+# Delta has no time, uuid or json type: those are strings (query/delta.c)
+DELTA_TYPES=('k8 long' 'i2 short' 'i4 integer' 'f4 float' 'f8 double' 'n102 decimal(10,2)' 'n3810 decimal(38,10)'
+    'n string' 'b binary' 'd date' 'ts timestamp_ntz' 'tstz timestamp' 'bo boolean' 'u string' 'j string'
+    'jb string' 'tm string' 't string')
 
 # The second export of the Delta table rewrote only the ranges that changed.
 delta_refresh_report() {
@@ -1322,12 +1330,13 @@ scenario9_run() {
     check "$s test venv (duckdb, pyarrow, deltalake, pyspark, delta-spark)" venv_ensure_all || return 1
     check "$s export as Parquet (snappy, row groups of 100 rows)" \
         "$CDC" export --db "$r9" --table "$T" --format parquet --compression snappy --row-group-rows 100 --output "$pq"
-    check "$s Parquet logical types (pyarrow)" typed_schema "$pq"
+    check "$s Parquet logical types (pyarrow)" typed_schema pyarrow "$pq" "${PARQUET_TYPES[@]}"
     check "$s Parquet read by pyarrow equals source" typed_equal pyarrow "$pq" pq_pyarrow
     check "$s Parquet read by DuckDB equals source" typed_equal duckdb "$pq" pq_duckdb
     check "$s export as a Delta table (ranges of 50 rows): version 0" \
         eval '"$CDC" export --db "$r9" --table "$T" --format delta --file-rows 50 --output "$dl" >"$WORK/delta-9b-0.out" && cat "$WORK/delta-9b-0.out"'
     check "$s Delta version 0 read by deltalake equals source" typed_equal deltalake "$dl" dl0_deltalake
+    check "$s Delta schema types (deltalake)" typed_schema deltalake "$dl" "${DELTA_TYPES[@]}"
     check "$s Delta version 0 read by Spark (delta-spark) equals source" typed_equal spark "$dl" dl0_spark
     check "$s export as a Delta table with deletion vectors: version 0" \
         "$CDC" export --db "$r9" --table "$T" --format delta --file-rows 50 --deletion-vectors --output "$dv"

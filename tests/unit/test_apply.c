@@ -9,6 +9,9 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdarg.h>
 
 #include "testutil.h"
@@ -2496,6 +2499,28 @@ static void capture_warn(void *opaque, int level, const char *facility, const ch
     if (level == CDC_LOG_WARN) snprintf(warned, sizeof warned, "%s", msg);
 }
 
+/* Flips a byte a third of the way into dir's write-ahead log. */
+static void flip_wal_byte(const char *dir)
+{
+    char logpath[600] = "";
+    DIR *d = opendir(dir);
+    for (struct dirent *de; (de = readdir(d));) {
+        size_t l = strlen(de->d_name);
+        if (l > 4 && !strcmp(de->d_name + l - 4, ".log")) snprintf(logpath, sizeof logpath, "%s/%s", dir, de->d_name);
+    }
+    closedir(d);
+    cr_assert(logpath[0], "the replica has a write-ahead log");
+    FILE *f = fopen(logpath, "r+b");
+    cr_assert(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, size / 3, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, size / 3, SEEK_SET);
+    fputc(c ^ 0xff, f);
+    fclose(f);
+}
+
 /* One flipped byte in the middle of the log: the replica rolls back to its
  * last consistent point, says so (with where each position now stands),
  * counts it, and converges once the source is read again from there. */
@@ -2520,24 +2545,7 @@ Test(apply, damaged_wal_rolls_back_with_a_warning)
     cdc_store_close(st);
     char *want = tu_export(rs, "public.orders", 1);
     cdc_store_close(rs);
-    /* flip a byte a third of the way into the log */
-    char logpath[600] = "";
-    DIR *d = opendir(dir);
-    for (struct dirent *de; (de = readdir(d));) {
-        size_t l = strlen(de->d_name);
-        if (l > 4 && !strcmp(de->d_name + l - 4, ".log")) snprintf(logpath, sizeof logpath, "%s/%s", dir, de->d_name);
-    }
-    closedir(d);
-    cr_assert(logpath[0], "the replica has a write-ahead log");
-    FILE *f = fopen(logpath, "r+b");
-    cr_assert(f);
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, size / 3, SEEK_SET);
-    int c = fgetc(f);
-    fseek(f, size / 3, SEEK_SET);
-    fputc(c ^ 0xff, f);
-    fclose(f);
+    flip_wal_byte(dir);
 
     warned[0] = 0;
     cdc_open_options_t oo = {.create_if_missing = 1, .log = capture_warn};
@@ -2569,6 +2577,78 @@ Test(apply, damaged_wal_rolls_back_with_a_warning)
     tu_rmrf(ref);
     free(dir);
     free(ref);
+}
+
+/* A reader beside a writer reads a log the writer is appending to: a record
+ * half written when read, with more bytes after it by the next read, looks
+ * like damage before the end.  With the replica's LOCK held by another
+ * process (a writer runs) a read-only open replays up to the last complete
+ * batch, opens, and warns of no roll-back (export beside a running apply
+ * printed "the replica rolled back" and sometimes failed); with no writer,
+ * the same log is damage and the reader says so. */
+Test(apply, reader_beside_a_writer_takes_the_log_up_to_its_last_whole_batch)
+{
+    enum { N = 3000, BATCH = 500 };
+    char *dir = tu_tmpdir();
+    static char keys[N][32], *envs[N];
+    static cdc_record_t recs[N];
+    for (int i = 0; i < N; i++) {
+        char after[128];
+        snprintf(keys[i], sizeof keys[i], "{\"id\":%d}", i % 700);
+        snprintf(after, sizeof after, "{\"id\":%d,\"v\":\"value %d padded to make the log longer\"}", i % 700, i);
+        envs[i] = tu_env("u", NULL, after, 1000 + (unsigned long long)i, NULL);
+        recs[i] = tu_rec("shop.public.orders", 0, i, keys[i], envs[i]);
+    }
+    cdc_store_t *st = tu_open(dir);
+    for (int i = 0; i < N; i += BATCH) tu_apply(st, recs + i, BATCH);
+    cdc_store_close(st);
+    flip_wal_byte(dir);
+
+    /* a child process takes the LOCK as RocksDB's writer does (fcntl) */
+    char lockpath[600];
+    snprintf(lockpath, sizeof lockpath, "%s/LOCK", dir);
+    int ready[2], release[2];
+    cr_assert_eq(pipe(ready), 0);
+    cr_assert_eq(pipe(release), 0);
+    pid_t child = fork();
+    cr_assert(child >= 0);
+    if (child == 0) {
+        int fd = open(lockpath, O_RDWR);
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+        char c = fd >= 0 && fcntl(fd, F_SETLK, &fl) == 0 ? 'y' : 'n';
+        if (write(ready[1], &c, 1) != 1) _exit(1);
+        if (read(release[0], &c, 1) < 0) _exit(1);
+        _exit(0);
+    }
+    char c = 0;
+    cr_assert_eq(read(ready[0], &c, 1), 1);
+    cr_assert_eq(c, 'y', "the child holds the LOCK");
+
+    warned[0] = 0;
+    cdc_open_options_t ro = {.read_only = 1, .log = capture_warn};
+    cdc_error_t e = {0};
+    int rc = cdc_store_open(dir, &ro, &st, &e);
+    cr_expect_eq(rc, 0, "a reader beside the writer opens: %s", e.msg);
+    cr_expect(!strstr(warned, "rolled back"), "and warns of no roll-back: %s", warned);
+    int64_t pos = -2;
+    if (rc == 0) {
+        cr_expect_eq(cdc_store_position(st, "shop.public.orders", 0, &pos, NULL), 0);
+        cr_expect(pos >= -1 && pos < N - 1, "it reads the state up to the last whole batch (position %lld)",
+                  (long long)pos);
+        cdc_store_close(st);
+    }
+    cr_assert_eq(write(release[1], "x", 1), 1);
+    int status;
+    waitpid(child, &status, 0);
+
+    /* no writer: the same log is damage, and the reader says so */
+    warned[0] = 0;
+    cr_assert_eq(cdc_store_open(dir, &ro, &st, &e), 0, "%s", e.msg);
+    cr_expect(strstr(warned, "rolled back"), "without a writer the damage is reported: %s", warned);
+    cdc_store_close(st);
+    for (int i = 0; i < N; i++) free(envs[i]);
+    tu_rmrf(dir);
+    free(dir);
 }
 
 /* Exact keys end to end: 2^53 and 2^53 + 1 are two rows; and a delete
