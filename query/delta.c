@@ -91,10 +91,13 @@
  * directory fsync'd.  A crash before the link leaves only unreferenced files;
  * readers see the previous version until the link is there.
  *
- * The log is read with a reader for the lines this file writes; a log with
- * checkpoints or a commit whose commitInfo is not cdcstore's (another writer
- * changed the table: OPTIMIZE, a MERGE) is refused with an error, since the
- * ranges could no longer be trusted: export to a new directory instead.
+ * The log is read with a reader for the lines this file writes; a commit
+ * whose commitInfo is not cdcstore's and that adds, removes or changes
+ * anything (another writer changed the table: OPTIMIZE, a MERGE) is refused
+ * with an error, since the ranges could no longer be trusted: export to a
+ * new directory instead.  Another writer's maintenance is not a change:
+ * VACUUM's commits hold a commitInfo alone, and a checkpoint repeats the
+ * commits before it (they are read instead, and must all be there).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -302,12 +305,16 @@ static int cmp_i64(const void *a, const void *b)
 static int dlog_commit(dlog *l, const char *path, const char *text, size_t len, cdc_error_t *err)
 {
     cdc__buf s = {0};
-    int rc = 0, ours = 0;
+    int rc = 0, ours = 0, changes = 0;
     for (const char *p = text, *end = text + len; p < end;) {
         const char *eol = memchr(p, '\n', (size_t)(end - p));
         if (!eol) eol = end;
         if (eol - p > 12 && !memcmp(p, "{\"commitInfo\"", 13)) {
             ours = member_string(p, eol, "\"engineInfo\":", &s) && !strncmp(s.p, ENGINE, strlen(ENGINE));
+            if (!ours) { /* another writer's: judged by its actions, below */
+                p = eol + 1;
+                continue;
+            }
             free(l->table);
             l->table = member_string(p, eol, "\"cdcstore.table\":", &s) ? cdc__strdup(s.p) : NULL;
             /* every commit says its point, or has none (a build before change tracking) */
@@ -321,9 +328,11 @@ static int dlog_commit(dlog *l, const char *path, const char *text, size_t len, 
                            member_string(p, eol, "\"cdcstore.stamp\":", &s) &&
                            sscanf(s.p, "%" SCNu64, &l->point.stamp) == 1;
         } else if (eol - p > 10 && !memcmp(p, "{\"protocol\"", 11)) {
+            changes++;
             free(l->protocol);
             l->protocol = cdc__strndup(p, (size_t)(eol - p));
         } else if (eol - p > 10 && !memcmp(p, "{\"metaData\"", 11)) {
+            changes++;
             if (member_string(p, eol, "\"schemaString\":", &s)) {
                 free(l->schema);
                 l->schema = cdc__strdup(s.p);
@@ -336,6 +345,7 @@ static int dlog_commit(dlog *l, const char *path, const char *text, size_t len, 
             if (member_u64(p, eol, "\"createdTime\":", &ct)) l->created_ms = (int64_t)ct;
             l->dv_config = memmem(p, (size_t)(eol - p), "\"delta.enableDeletionVectors\":\"true\"", 36) != NULL;
         } else if (eol - p > 5 && !memcmp(p, "{\"add\"", 6)) {
+            changes++;
             dfile f = {0};
             cdc__buf hx = {0};
             int ok = member_string(p, eol, "\"path\":", &s);
@@ -383,6 +393,7 @@ static int dlog_commit(dlog *l, const char *path, const char *text, size_t len, 
             }
             l->f[l->n++] = f;
         } else if (eol - p > 8 && !memcmp(p, "{\"remove\"", 9)) {
+            changes++;
             if (member_string(p, eol, "\"path\":", &s))
                 for (size_t i = 0; i < l->n; i++)
                     if (!strcmp(l->f[i].path, s.p)) {
@@ -393,7 +404,10 @@ static int dlog_commit(dlog *l, const char *path, const char *text, size_t len, 
         }
         p = eol + 1;
     }
-    if (!rc && !ours)
+    /* Another writer's commit that changes no file, schema or protocol
+     * (VACUUM's "VACUUM START" and "VACUUM END", which hold a commitInfo
+     * alone) leaves the table as cdcstore wrote it: refreshes go on. */
+    if (!rc && !ours && changes)
         rc = cdc__err(err, CDC_EINVAL,
                       "%s: a commit cdcstore did not write: the table was changed by another writer; export to "
                       "a new directory",
@@ -417,19 +431,19 @@ static int dlog_read(const char *dir, dlog *l, cdc_error_t *err)
         return cdc__err(err, -e, "%s/_delta_log: %s", dir, strerror(e));
     }
     int64_t *vers = NULL;
-    size_t nv = 0, cap = 0;
+    size_t nv = 0, cap = 0, checkpoints = 0;
     int rc = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
         const char *nm = de->d_name;
         size_t len = strlen(nm);
         if (nm[0] == '.') continue;
+        /* Checkpoints (Spark's, deltalake's create_checkpoint) repeat the
+         * commits before them in Parquet: the commits are read instead, as
+         * long as every one is still there (below). */
         if (strstr(nm, "checkpoint")) {
-            rc = cdc__err(err, CDC_EINVAL,
-                          "%s/%s: a checkpoint, which cdcstore does not write: the table was changed by another "
-                          "writer; export to a new directory",
-                          logdir, nm);
-            break;
+            checkpoints++;
+            continue;
         }
         if (len != 25 || strcmp(nm + 20, ".json") || strspn(nm, "0123456789") != 20) continue;
         if (nv == cap) {
@@ -444,7 +458,10 @@ static int dlog_read(const char *dir, dlog *l, cdc_error_t *err)
     for (size_t i = 0; !rc && i < nv; i++) {
         char path[4200];
         if (vers[i] != (int64_t)i) {
-            rc = cdc__err(err, CDC_EINVAL, "%s: version %lld is missing", logdir, (long long)i);
+            rc = cdc__err(err, CDC_EINVAL, "%s: version %lld is missing%s", logdir, (long long)i,
+                          checkpoints ? " (removed after a checkpoint, which cdcstore does not read: export to a "
+                                        "new directory)"
+                                      : "");
             break;
         }
         snprintf(path, sizeof path, "%s/%020lld.json", logdir, (long long)vers[i]);

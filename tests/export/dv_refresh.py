@@ -1014,12 +1014,47 @@ def unique_keys(what, s, got):
     return check(what + f" ({len(rows)} rows)", not dup, f"{len(dup)} keys twice or more, e.g. {dup[:3]}")
 
 
+# ---- 11. another writer's maintenance: VACUUM and a checkpoint ----
+
+def scenario_maintenance():
+    """deltalake's VACUUM commits two versions holding a commitInfo alone ("VACUUM START",
+    "VACUUM END"), and its checkpoint writes a Parquet copy of the log: neither changes the table
+    cdcstore wrote, and refreshes go on (they were refused as another writer's changes). VACUUM
+    removes what older versions need, so this table is read at its newest versions only, here."""
+    say("11. VACUUM and a checkpoint by deltalake between refreshes")
+    rnd = random.Random(1111)
+    t = Table("mt", ["id"], [("id", "int64"), ("v", "int32")], False,
+              lambda k, t: {"v": t.rnd.randint(0, 10**6)})
+    t.rnd = rnd
+    s = Scenario("s11_maintenance", t)
+    for k in range(1, 401):
+        t.create(k)
+    s.apply()
+    s.export(file_rows=100)
+    for r, flags in enumerate(((), ("--deletion-vectors",), ())):
+        random_round(t, rnd, 12, lambda: rnd.randint(1, 600), pk_changes=False)
+        s.apply()
+        line, committed = s.export(*flags)
+        check(f"s11: refresh {r + 1} commits", committed, line)
+        v = s.versions()[-1]
+        compare(f"s11 v{v}: deltalake", s.truth[v], read_deltalake(s.dir, v))
+        from deltalake import DeltaTable
+        dt = DeltaTable(s.dir)
+        if r == 0:
+            dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+            check("s11: VACUUM committed versions of its own", s.versions()[-1] > v, f"{s.versions()}")
+        elif r == 1:
+            dt.create_checkpoint()
+            check("s11: a checkpoint written", bool(glob.glob(f"{s.dir}/_delta_log/*checkpoint*")))
+    return None
+
+
 def main():
     only = [x for x in os.environ.get("DV_ONLY", "").split(",") if x]
     scs = [("1", scenario_typed), ("2", scenario_text_keys), ("2", scenario_composite), ("3", scenario_upgrade),
            ("4", scenario_add_column), ("5", scenario_journal_reset), ("6", scenario_key_file_lost),
            ("7", scenario_nothing), ("8", scenario_all_deleted), ("9", scenario_gen),
-           ("10", scenario_race)]
+           ("10", scenario_race), ("11", scenario_maintenance)]
     # Spark starts beside the scenarios (its JVM takes half a minute); the JVM's output (Ivy's
     # report, log lines) goes to WORK/spark.log, ours to the original stdout.
     spark_thread, spark_box = None, []
