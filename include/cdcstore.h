@@ -240,6 +240,24 @@ CDC_API int cdc_store_apply(cdc_store_t *st, const cdc_record_t *recs, size_t n,
 CDC_API int cdc_store_position(cdc_store_t *st, const char *topic, int32_t partition,
                                int64_t *offset, cdc_error_t *err);
 
+/* The same, with the fingerprint of the record applied at that offset
+ * (cdc_record_fingerprint of its key and value) in *fp, or 0 when not known
+ * (none stored, a position written before fingerprints, or read from a
+ * file).  A consumer that fetches the record at *offset again and finds
+ * another fingerprint is reading another topic of the same name: one
+ * deleted and created again.  Errors: CDC_EINVAL for NULL arguments. */
+CDC_API int cdc_store_position_fingerprint(cdc_store_t *st, const char *topic, int32_t partition,
+                                           int64_t *offset, uint64_t *fp, cdc_error_t *err);
+
+/* A record's fingerprint: FNV-1a of its key and value bytes (NULL: absent),
+ * never 0. */
+CDC_API uint64_t cdc_record_fingerprint(const char *key, size_t key_len, const char *value, size_t value_len);
+
+/* Forgets the position of (topic, partition) and its epoch marks (a synced
+ * write): for a topic deleted and created again, whose offsets restart and
+ * name other records.  The rows stay.  Errors: CDC_EINVAL, CDC_EIO. */
+CDC_API int cdc_store_position_forget(cdc_store_t *st, const char *topic, int32_t partition, cdc_error_t *err);
+
 /* One stored source position: the highest applied offset of a topic
  * partition. */
 typedef struct cdc_position {

@@ -96,6 +96,8 @@ typedef struct kpart {
     int assigned;
     int64_t run_next;   /* next offset after what this run applied; -1: nothing yet */
     int64_t began_at;   /* the beginning resolved to this offset at the assignment (-1: not) */
+    int64_t verify_at;  /* the stored position, fetched again first to check the topic (-1: not) */
+    uint64_t verify_fp; /* the fingerprint the record there must have */
 } kpart;
 
 typedef struct throttle {
@@ -357,6 +359,8 @@ static kpart *part_find(cdc_kafka_t *k, const char *topic, int32_t partition, in
     p->assigned = 0;
     p->run_next = -1;
     p->began_at = -1;
+    p->verify_at = -1;
+    p->verify_fp = 0;
     k->last_part = k->nparts++;
     return p;
 }
@@ -668,16 +672,34 @@ static int flush_full(cdc_kafka_t *k, cdc_error_t *err)
 
 /* The offset a newly assigned partition starts at: the replica's stored
  * position + 1, or the beginning; with from_beginning, the beginning unless
- * this run already applied some of it. */
+ * this run already applied some of it.
+ *
+ * A topic deleted and created again under the same name (a connector reset,
+ * a topic removed by hand) starts its offsets at 0 again, and they name
+ * other records: resuming after the stored position would skip the new
+ * topic's records below it, its snapshot among them, in silence.  So when
+ * the replica knows the fingerprint of the record at its position, the
+ * partition starts at the position itself: take() checks that record
+ * against the fingerprint and drops it (verify_position), and a topic that
+ * no longer reaches the position is caught by its offset-reset error
+ * (offset_reset). */
 static int64_t start_offset(cdc_kafka_t *k, kpart *p, int64_t *stored_out)
 {
     int64_t stored = -1;
+    uint64_t fp = 0;
     cdc_error_t e = {0};
-    if (cdc_store_position(k->st, p->topic, p->partition, &stored, &e))
+    if (cdc_store_position_fingerprint(k->st, p->topic, p->partition, &stored, &fp, &e))
         kfatal(k, "%s[%d]: reading the stored position failed: %s", p->topic, (int)p->partition, e.msg);
     *stored_out = stored;
+    p->verify_at = -1;
     if (k->from_beginning) return p->run_next >= 0 ? p->run_next : RD_KAFKA_OFFSET_BEGINNING;
-    return stored >= 0 ? stored + 1 : RD_KAFKA_OFFSET_BEGINNING;
+    if (stored < 0) return RD_KAFKA_OFFSET_BEGINNING;
+    if (fp) {
+        p->verify_at = stored;
+        p->verify_fp = fp;
+        return stored;
+    }
+    return stored + 1;
 }
 
 /* The partitions of parts to start from the beginning get the offset the
@@ -754,6 +776,10 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
             if (tp->offset == RD_KAFKA_OFFSET_BEGINNING)
                 klog(k, CDC_LOG_INFO, "assigned %s[%d]: from the beginning (%s)", tp->topic, (int)tp->partition,
                      k->from_beginning ? "--from-beginning" : "no stored position");
+            else if (p->verify_at >= 0)
+                klog(k, CDC_LOG_INFO, "assigned %s[%d]: from offset %lld (stored position %lld, its record read "
+                     "again first to check the topic is the same)", tp->topic, (int)tp->partition,
+                     (long long)tp->offset + 1, (long long)stored);
             else
                 klog(k, CDC_LOG_INFO, "assigned %s[%d]: from offset %lld (stored position %lld)", tp->topic,
                      (int)tp->partition, (long long)tp->offset, (long long)stored);
@@ -1062,6 +1088,68 @@ static int restart_from_beginning(cdc_kafka_t *k, kpart *p, cdc_error_t *err)
     return 0;
 }
 
+/* The topic of p is not the one the replica's position was read from: it
+ * was deleted and created again.  Its offsets name new records, all of them
+ * unread: the position and its epoch marks are forgotten and the partition
+ * is read from its beginning.  The rows stay; what the new topic repeats of
+ * them is compared by version, as any replay. */
+static int topic_recreated(cdc_kafka_t *k, kpart *p, const char *why)
+{
+    cdc_error_t e = {0};
+    klog(k, CDC_LOG_WARN, "%s[%d]: %s: the topic was deleted and created again, and its offsets name other "
+         "records now; the replica forgets its position there and reads the partition from its beginning",
+         p->topic, (int)p->partition, why);
+    p->verify_at = -1;
+    p->run_next = -1;
+    int rc = cdc_store_position_forget(k->st, p->topic, p->partition, &e);
+    if (rc) return kfatal(k, "%s", e.msg), 0;
+    return restart_from_beginning(k, p, &e) ? (kfatal(k, "%s", e.msg), 0) : 0;
+}
+
+/* The first record of p after its assignment at the stored position
+ * (start_offset): the record the replica applied there, then dropped (1
+ * returned: m is not taken), read on after it; or another record, from
+ * another topic of the same name (topic_recreated; m released).  A first
+ * record past the position means the one there is gone (compaction,
+ * retention): nothing to check, m is taken as any other. */
+static int verify_position(cdc_kafka_t *k, kpart *p, rd_kafka_message_t *m, cdc_error_t *err)
+{
+    int64_t at = p->verify_at;
+    p->verify_at = -1;
+    if (m->offset != at) return 1;
+    uint64_t fp = cdc_record_fingerprint(m->key, m->key ? m->key_len : 0, m->payload, m->payload ? m->len : 0);
+    rd_kafka_message_destroy(m);
+    if (fp == p->verify_fp) return 0;
+    char why[128];
+    snprintf(why, sizeof why, "the record at offset %lld is not the one the replica applied there", (long long)at);
+    return topic_recreated(k, p, why);
+}
+
+/* The offset p started at is out of the topic's range.  The topic ends
+ * before the stored position: it was deleted and created again (a shorter
+ * one), topic_recreated.  Retention removed the record at the position and
+ * nothing after it: p starts at the beginning, which is the next record.
+ * Otherwise -1: records after the position are gone (the caller's error). */
+static int offset_reset(cdc_kafka_t *k, kpart *p, const rd_kafka_message_t *m, cdc_error_t *err)
+{
+    int64_t stored = -1, lo = -1, hi = -1;
+    cdc_store_position(k->st, p->topic, p->partition, &stored, NULL);
+    if (stored < 0 ||
+        rd_kafka_query_watermark_offsets(k->rk, p->topic, p->partition, &lo, &hi, 5000) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return -1;
+    if (hi <= stored) {
+        char why[160];
+        snprintf(why, sizeof why, "the topic ends at offset %lld, before the replica's position %lld", (long long)hi,
+                 (long long)stored);
+        return topic_recreated(k, p, why);
+    }
+    if (p->verify_at == stored && lo == stored + 1) {
+        p->verify_at = -1;
+        return restart_from_beginning(k, p, err);
+    }
+    return -1;
+}
+
 /* Takes one message of the consumer: into the batch being filled (applied
  * when full), or logged (an error), or dropped (a partition not ours).
  * 0, or what applying the full batch returned. */
@@ -1081,6 +1169,11 @@ static int take(cdc_kafka_t *k, rd_kafka_message_t *m, cdc_error_t *err)
             rd_kafka_message_destroy(m);
             return rc;
         } else if (e == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET) {
+            int rc = p && p->assigned ? offset_reset(k, p, m, err) : -1;
+            if (rc >= 0) {
+                rd_kafka_message_destroy(m);
+                return rc;
+            }
             kfatal(k,
                    "%s[%d]: the records after the replica's position are gone from the topic (%s): "
                    "retention deleted them before they were read, and their changes would be missing; "
@@ -1102,6 +1195,10 @@ static int take(cdc_kafka_t *k, rd_kafka_message_t *m, cdc_error_t *err)
     if (!p || !p->assigned) {
         rd_kafka_message_destroy(m);
         return 0;
+    }
+    if (p->verify_at >= 0) {
+        int rc = verify_position(k, p, m, err);
+        if (rc != 1) return rc; /* m taken */
     }
     throttle_reset(k);
     kbatch *b = k->cur;

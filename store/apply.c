@@ -481,6 +481,7 @@ typedef struct pos_upd {
     const char *topic;
     int32_t partition;
     int64_t offset;
+    const cdc_record_t *rec; /* the record at offset */
 } pos_upd;
 
 /* Key changes of one row in one batch followed back (donor_row): a row
@@ -567,14 +568,17 @@ static void pos_note(apply_ctx *a, const cdc_record_t *r)
     for (size_t n = 0; n < a->npu; n++) {
         size_t i = (a->pu_last + n) % a->npu;
         if (a->pu[i].partition == r->partition && (a->pu[i].topic == topic || !strcmp(a->pu[i].topic, topic))) {
-            if (r->offset > a->pu[i].offset) a->pu[i].offset = r->offset;
+            if (r->offset > a->pu[i].offset) {
+                a->pu[i].offset = r->offset;
+                a->pu[i].rec = r;
+            }
             a->pu_last = i;
             return;
         }
     }
     a->pu_last = a->npu;
     a->pu = cdc__realloc(a->pu, (a->npu + 1) * sizeof *a->pu);
-    a->pu[a->npu++] = (pos_upd){topic, r->partition, r->offset};
+    a->pu[a->npu++] = (pos_upd){topic, r->partition, r->offset, r};
 }
 
 /* Writes the dead letter of record r into the batch, unless the store or
@@ -1771,11 +1775,19 @@ static void write_positions(apply_ctx *a)
         int found;
         size_t k = cdc__pos_find(st, u->topic, u->partition, &found);
         if (found && u->offset <= st->pos[k].offset) continue;
-        if (found) st->pos[k].offset = u->offset;
-        else cdc__pos_insert(st, k, cdc__strdup(u->topic), u->partition, u->offset);
+        /* The fingerprint of the record at the position lets a consumer
+         * tell, when it starts again, that the topic holds the same record
+         * there, and not a new topic's of the same name (ingest/kafka.c,
+         * verify_position).  A record read from a file has none: kcat's
+         * lines need not hold the broker's bytes exactly. */
+        const cdc_record_t *r = u->rec;
+        uint64_t fp = r->source ? 0 : cdc_record_fingerprint(r->key, r->key_len, r->value, r->value_len);
+        if (found) st->pos[k].offset = u->offset, st->pos[k].fp = fp;
+        else cdc__pos_insert(st, k, cdc__strdup(u->topic), u->partition, u->offset, fp);
         cdc__buf key = {0}, v = {0};
         cdc__meta_key_pos(&key, u->topic, u->partition);
         cdc__buf_put_varint(&v, (uint64_t)(u->offset + 1));
+        if (fp) cdc__buf_put_u64be(&v, fp);
         rocksdb_writebatch_put_cf(a->wb, st->meta_cf, key.p, key.len, v.p, v.len);
         cdc__buf_free(&key);
         cdc__buf_free(&v);

@@ -980,10 +980,15 @@ static int load_meta(cdc_store_t *st, cdc_error_t *err)
                     free(topic);
                     continue;
                 }
+                /* then, since positions have had them, the fingerprint of
+                 * the record at that offset (8 bytes, big-endian) */
+                uint64_t fp = 0;
+                if (end - p >= 8)
+                    for (int i = 0; i < 8; i++) fp = fp << 8 | (unsigned char)p[i];
                 int found;
                 size_t at = cdc__pos_find(st, topic, part, &found);
                 if (found) free(topic); /* keys are unique: cannot happen */
-                else cdc__pos_insert(st, at, topic, part, (int64_t)(x - 1));
+                else cdc__pos_insert(st, at, topic, part, (int64_t)(x - 1), fp);
             } else {
                 if ((size_t)(k + kl - z) < 13 || cdc__get_varint(&p, end, &x)) { free(topic); continue; }
                 uint64_t off = 0;
@@ -1528,12 +1533,81 @@ size_t cdc__pos_find(const cdc_store_t *st, const char *topic, int32_t partition
     return lo;
 }
 
-void cdc__pos_insert(cdc_store_t *st, size_t i, char *topic, int32_t partition, int64_t offset)
+void cdc__pos_insert(cdc_store_t *st, size_t i, char *topic, int32_t partition, int64_t offset, uint64_t fp)
 {
     st->pos = cdc__realloc(st->pos, (st->npos + 1) * sizeof *st->pos);
     memmove(st->pos + i + 1, st->pos + i, (st->npos - i) * sizeof *st->pos);
-    st->pos[i] = (cdc__pos){topic, partition, offset};
+    st->pos[i] = (cdc__pos){topic, partition, offset, fp};
     st->npos++;
+}
+
+/* FNV-1a, 64 bits, over the key's length, the key, whether there is a
+ * value, and the value: the bytes a Kafka record carries, so that the same
+ * record fetched again gives the same number and a different one almost
+ * surely does not.  Never 0 (0 means "not known" in a position). */
+uint64_t cdc_record_fingerprint(const char *key, size_t key_len, const char *value, size_t value_len)
+{
+    uint64_t h = 14695981039346656037ULL;
+#define FP_BYTE(c) (h = (h ^ (unsigned char)(c)) * 1099511628211ULL)
+    for (int i = 0; i < 8; i++) FP_BYTE(key ? (uint64_t)key_len >> (8 * i) : 0xff);
+    for (size_t i = 0; key && i < key_len; i++) FP_BYTE(key[i]);
+    FP_BYTE(value ? 1 : 0);
+    for (size_t i = 0; value && i < value_len; i++) FP_BYTE(value[i]);
+#undef FP_BYTE
+    return h ? h : 1;
+}
+
+int cdc_store_position_fingerprint(cdc_store_t *st, const char *topic, int32_t partition, int64_t *offset,
+                                   uint64_t *fp, cdc_error_t *err)
+{
+    if (!st || !offset || !fp) return cdc__err(err, CDC_EINVAL, "cdc_store_position_fingerprint: bad arguments");
+    int found;
+    size_t i = cdc__pos_find(st, topic ? topic : "", partition, &found);
+    *offset = found ? st->pos[i].offset : -1;
+    *fp = found ? st->pos[i].fp : 0;
+    return 0;
+}
+
+/* Deletes the position of (topic, partition) and its epoch marks, in one
+ * synced write: what is read of the partition next is a new topic's. */
+int cdc_store_position_forget(cdc_store_t *st, const char *topic, int32_t partition, cdc_error_t *err)
+{
+    if (!st || !topic) return cdc__err(err, CDC_EINVAL, "cdc_store_position_forget: bad arguments");
+    if (st->read_only) return cdc__err(err, CDC_EINVAL, "%s: replica opened read-only", st->dir);
+    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+    cdc__buf k = {0}, lo = {0}, hi = {0};
+    cdc__meta_key_pos(&k, topic, partition);
+    rocksdb_writebatch_delete_cf(wb, st->meta_cf, k.p, k.len);
+    cdc__meta_key_mark(&lo, topic, partition, 0);
+    cdc__meta_key_mark(&hi, topic, partition, INT64_MAX);
+    rocksdb_writebatch_delete_range_cf(wb, st->meta_cf, lo.p, lo.len, hi.p, hi.len);
+    rocksdb_writebatch_delete_cf(wb, st->meta_cf, hi.p, hi.len);
+    char *e = NULL;
+    rocksdb_write(st->db, st->wo_sync, wb, &e);
+    rocksdb_writebatch_destroy(wb);
+    cdc__buf_free(&k);
+    cdc__buf_free(&lo);
+    cdc__buf_free(&hi);
+    if (e) {
+        int rc = cdc__err(err, CDC_EIO, "%s: forgetting the position of %s[%d] failed: %s", st->dir, topic,
+                          (int)partition, e);
+        free(e);
+        return rc;
+    }
+    int found;
+    size_t i = cdc__pos_find(st, topic, partition, &found);
+    if (found) {
+        free(st->pos[i].topic);
+        memmove(st->pos + i, st->pos + i + 1, (st->npos - i - 1) * sizeof *st->pos);
+        st->npos--;
+    }
+    size_t w = 0;
+    for (size_t j = 0; j < st->nmarks; j++) {
+        if (st->marks[j].partition == partition && !strcmp(st->marks[j].topic, topic)) free(st->marks[j].topic);
+        else st->marks[w++] = st->marks[j];
+    }
+    st->nmarks = w;
+    return 0;
 }
 
 int cdc_store_position(cdc_store_t *st, const char *topic, int32_t partition, int64_t *offset,

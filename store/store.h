@@ -147,6 +147,7 @@ typedef struct cdc__pos {
     char *topic;
     int32_t partition;
     int64_t offset;
+    uint64_t fp;        /* cdc_record_fingerprint of the record at offset; 0: not known */
 } cdc__pos;
 
 typedef struct cdc__scale {
@@ -286,7 +287,7 @@ void cdc__mark_add(cdc_store_t *st, char *topic, int32_t partition, int64_t offs
  * (topic, partition) with *found 1, or where it goes with *found 0; an
  * insertion at that index takes topic (a malloc'd string). */
 size_t cdc__pos_find(const cdc_store_t *st, const char *topic, int32_t partition, int *found);
-void cdc__pos_insert(cdc_store_t *st, size_t i, char *topic, int32_t partition, int64_t offset);
+void cdc__pos_insert(cdc_store_t *st, size_t i, char *topic, int32_t partition, int64_t offset, uint64_t fp);
 
 /* Meta keys. */
 void cdc__meta_key_pos(cdc__buf *k, const char *topic, int32_t partition);

@@ -42,6 +42,12 @@
 #      export and reconcile differ from the source exactly in the rows
 #      untouched since (a column of unknown value); in 10b a narrowing
 #      NUMERIC change stops the table (tables, dead letters) until resume
+#  11  a table without a primary key: dead letters naming the fix, then keyed
+#      by message.key.columns
+#  12  the topic deleted and created again while the ingest is stopped (a
+#      connector reset): once longer than the replica's position, once
+#      shorter; the ingest notices, reads the new topic from its beginning,
+#      and the replica equals the source; a plain restart reads nothing again
 # Scenarios 1-6 run on one connector and one replica, in order; 7, 8, 9 and
 # 10a/10b each on a fresh database, connector, topics and replica.
 #
@@ -84,7 +90,7 @@ venv_ensure_all() { venv_ensure "${VENV_READERS[@]}"; }
 RATE=${E2E_RATE:-1300}
 KEYS=${E2E_KEYS:-20000}
 LAT_SECS=${E2E_LATENCY_SECS:-20}
-ONLY=${E2E_ONLY:-1 2 3 4 5 6 7 8 9 10 11}
+ONLY=${E2E_ONLY:-1 2 3 4 5 6 7 8 9 10 11 12}
 RUN=$(date +%s)
 P=e2e_$RUN          # topic prefix of scenarios 1-6
 P7=e2e7_$RUN        # topic prefix of scenario 7
@@ -1818,6 +1824,103 @@ scenario11() {
     check "11 public.nokey equals the source" nokey_equal "$r"
 }
 
+# recreate_topic NAME PREFIX: the connector deleted (offsets, slot and
+# publication), its topic deleted and created again, empty.
+recreate_topic() {
+    "$CONN" delete "$1" >>"$WORK/connector.log" 2>&1 || { echo "connector.sh delete $1 failed"; return 1; }
+    "$E2EK" "$KAFKA_BROKERS" delete-topics "$2" >/dev/null || return 1
+    create_topics 1 "$2" && echo "topic $(topics "$2") created again, high watermark $(topic_hw "$2")"
+}
+topic_hw() { "$E2EK" "$KAFKA_BROKERS" hw $(topics "$1"); }
+
+# wait_hw PREFIX N: the topic holds at least N records.
+wait_hw() {
+    local deadline=$((SECONDS + 120)) hw
+    until hw=$(topic_hw "$1") && ((hw >= $2)); do
+        ((SECONDS >= deadline)) && { echo "high watermark ${hw:-?} after 120 s, expected $2 or more"; return 1; }
+        sleep 0.5
+    done
+    echo "high watermark $hw"
+}
+
+# rt_equal DB: the replica's export of public.rt equals the source's rows.
+rt_equal() {
+    "$CDC" export --db "$1" --table public.rt --output "$WORK/rt-12.csv" 2>"$WORK/rt-12.err" ||
+        { echo "export exited $?: $(cat "$WORK/rt-12.err")"; return 1; }
+    app_psql -c "COPY (SELECT id, v FROM public.rt ORDER BY id) TO STDOUT WITH (FORMAT csv, HEADER)" >"$WORK/rt-12.src"
+    cmp -s "$WORK/rt-12.csv" "$WORK/rt-12.src" ||
+        { echo "replica/source differ: $(diff "$WORK/rt-12.csv" "$WORK/rt-12.src" | head -n 5 | tr '\n' ' ')"; return 1; }
+    echo "$(($(wc -l <"$WORK/rt-12.src") - 1)) rows equal"
+}
+
+# recreated_noticed LOG: the ingest said the topic was created again.
+recreated_noticed() {
+    grep -q "deleted and created again" "$1" || { echo "no warning in the ingest's log: $(grep -E 'assigned|WARN|ERROR' "$1" | tail -n 3)"; return 1; }
+    grep "deleted and created again" "$1" | tail -n 1 | cut -c1-300
+}
+
+scenario12() {
+    [[ -n $MAIN_PID ]] && main_ingest_stop >/dev/null
+    local -a E2E_TABLES=(rt) E2E_DECIMALS=()
+    local p=e2e12_$RUN g=e2e12-$RUN r=$WORK/replica-12 ing read
+    e2e_log "scenario 12: the topic deleted and created again while the ingest is stopped"
+    check "12 setup: source reset, public.rt (100 rows), topic created" \
+        eval 'reset_source && app_psql -c "CREATE TABLE public.rt (id int PRIMARY KEY, v text);
+            ALTER TABLE public.rt OWNER TO shop_owners;
+            INSERT INTO public.rt SELECT g, '"'a'"' FROM generate_series(1, 100) g" && create_topics 1 "$p"' || return 1
+    start_ingest ing "$r" "$g" "$WORK/ingest-12a.log" "" "$p"
+    check "12 connector registered, snapshot done, streaming" eval '
+        E2E_CONNECTOR_OPTS="${E2E_CONNECTOR_OPTS:-} table.include.list=public.rt" \
+            register_connector e2e12 "$p" && wait_streaming e2e12 120' || return 1
+    check "12 every row updated (the topic holds 200 records)" app_psql -c "UPDATE public.rt SET v = 'b'"
+    check "12 drained" wait_drained e2e12_slot "$g" "$p"
+    check "12 ingest stopped by SIGTERM (exit 0)" stop_ingest "$ing"
+    check "12 replica equals the source" rt_equal "$r"
+
+    # A: the new topic grows past the replica's position before the ingest
+    # starts again; resuming after the old position would skip its snapshot.
+    check "12A connector deleted, topic deleted and created again" recreate_topic e2e12 "$p" || return 1
+    check "12A changes with no connector: 10 rows deleted, 10 updated" \
+        app_psql -c "DELETE FROM public.rt WHERE id > 90; UPDATE public.rt SET v = 'c' WHERE id <= 10"
+    check "12A connector registered again: a new snapshot" eval '
+        E2E_CONNECTOR_OPTS="${E2E_CONNECTOR_OPTS:-} table.include.list=public.rt" \
+            register_connector e2e12 "$p" && wait_streaming e2e12 120' || return 1
+    check "12A 80 rows updated three times" app_psql -c "UPDATE public.rt SET v = 'd1' WHERE id > 10;
+        UPDATE public.rt SET v = 'd2' WHERE id > 10; UPDATE public.rt SET v = 'd3' WHERE id > 10"
+    check "12A the new topic is longer than the replica's position (330 records)" wait_hw "$p" 330
+    start_ingest ing "$r" "$g" "$WORK/ingest-12b.log" "" "$p"
+    check "12A drained" wait_drained e2e12_slot "$g" "$p"
+    check "12A ingest stopped by SIGTERM (exit 0)" stop_ingest "$ing"
+    check "12A the ingest noticed the topic was created again" recreated_noticed "$WORK/ingest-12b.log"
+    check "12A replica equals the source" rt_equal "$r"
+    check "12A reconcile: replica equals source" reconcile_all "$r" 12a
+
+    # B: the new topic is shorter than the replica's position.
+    check "12B connector deleted, topic deleted and created again" recreate_topic e2e12 "$p" || return 1
+    check "12B changes with no connector: 5 rows deleted, 5 updated" \
+        app_psql -c "DELETE FROM public.rt WHERE id <= 5; UPDATE public.rt SET v = 'e' WHERE id BETWEEN 6 AND 10"
+    check "12B connector registered again: a new snapshot (85 records)" eval '
+        E2E_CONNECTOR_OPTS="${E2E_CONNECTOR_OPTS:-} table.include.list=public.rt" \
+            register_connector e2e12 "$p" && wait_streaming e2e12 120 && wait_hw "$p" 85' || return 1
+    start_ingest ing "$r" "$g" "$WORK/ingest-12c.log" "" "$p"
+    check "12B drained" wait_drained e2e12_slot "$g" "$p"
+    check "12B ingest stopped by SIGTERM (exit 0)" stop_ingest "$ing"
+    check "12B the ingest noticed the topic was created again" recreated_noticed "$WORK/ingest-12c.log"
+    check "12B replica equals the source" rt_equal "$r"
+
+    # C: the same topic: the ingest checks the record at its position and
+    # reads on after it, nothing again.
+    read=$(stat_of "$r" total events_read)
+    check "12C one more update" app_psql -c "UPDATE public.rt SET v = 'f' WHERE id = 50"
+    start_ingest ing "$r" "$g" "$WORK/ingest-12d.log" "" "$p"
+    check "12C drained" wait_drained e2e12_slot "$g" "$p"
+    check "12C ingest stopped by SIGTERM (exit 0)" stop_ingest "$ing"
+    check "12C no warning of a topic created again" eval '! grep "created again" "$WORK/ingest-12d.log"'
+    check "12C only the new record read" eval 'same "records read" "$(stat_of "$r" total events_read)" "$((read + 1))"'
+    check "12C replica equals the source" rt_equal "$r"
+    "$CONN" delete e2e12 >>"$WORK/connector.log" 2>&1
+}
+
 # ---- Main ---------------------------------------------------------------------
 
 e2e_log "work directory $WORK"
@@ -1833,7 +1936,7 @@ ok "stack up: PostgreSQL $PGHOST:$PGPORT, Kafka $KAFKA_BROKERS, Connect $CONNECT
 # Topics of earlier runs (a stack kept with E2E_KEEP_STACK=1).
 "$E2EK" "$KAFKA_BROKERS" delete-topics e2e >/dev/null 2>&1
 
-for s in 1 2 3 4 5 6 7 8 9 10 11; do
+for s in 1 2 3 4 5 6 7 8 9 10 11 12; do
     if runs "$s"; then
         t0=$SECONDS
         "scenario$s"

@@ -2651,6 +2651,58 @@ Test(apply, reader_beside_a_writer_takes_the_log_up_to_its_last_whole_batch)
     free(dir);
 }
 
+/* The position keeps the fingerprint of the record at its offset (read
+ * from Kafka; none from a file), across a reopen; forgetting it leaves no
+ * position, and the next records of the partition are stored as new. */
+Test(apply, positions_keep_the_fingerprint_of_their_record_and_can_be_forgotten)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    char *e1 = tu_env("c", NULL, "{\"id\":1,\"v\":\"a\"}", 100, NULL);
+    char *e2 = tu_env("u", NULL, "{\"id\":1,\"v\":\"b\"}", 200, NULL);
+    cdc_record_t recs[3] = {tu_rec("fp.public.t", 0, 7, "{\"id\":1}", e1), tu_rec("fp.public.t", 0, 8, "{\"id\":1}", e2),
+                            tu_rec("fp.public.t", 1, 3, "{\"id\":1}", NULL)};
+    tu_apply(st, recs, 3);
+    int64_t off;
+    uint64_t fp;
+    cr_assert_eq(cdc_store_position_fingerprint(st, "fp.public.t", 0, &off, &fp, NULL), 0);
+    cr_expect_eq(off, 8);
+    cr_expect_eq(fp, cdc_record_fingerprint(recs[1].key, recs[1].key_len, e2, strlen(e2)), "the record at offset 8's");
+    cr_expect_neq(fp, cdc_record_fingerprint(recs[0].key, recs[0].key_len, e1, strlen(e1)));
+    uint64_t tomb = cdc_record_fingerprint(recs[2].key, recs[2].key_len, NULL, 0);
+    cr_expect_neq(tomb, cdc_record_fingerprint(recs[2].key, recs[2].key_len, "", 0), "a tombstone is not an empty value");
+    cdc_store_close(st);
+    st = tu_open(dir);
+    cr_assert_eq(cdc_store_position_fingerprint(st, "fp.public.t", 1, &off, &fp, NULL), 0);
+    cr_expect_eq(off, 3);
+    cr_expect_eq(fp, tomb, "kept across a reopen");
+    /* from a file: no fingerprint */
+    cdc_record_t fr = tu_rec("fp.public.t", 2, 5, "{\"id\":1}", e2);
+    fr.source = "input.jsonl";
+    tu_apply(st, &fr, 1);
+    cr_assert_eq(cdc_store_position_fingerprint(st, "fp.public.t", 2, &off, &fp, NULL), 0);
+    cr_expect_eq(off, 5);
+    cr_expect_eq(fp, 0, "a file's record has none");
+    /* forgotten: no position; a record at a lower offset is stored again */
+    cr_assert_eq(cdc_store_position_forget(st, "fp.public.t", 0, NULL), 0);
+    cr_assert_eq(cdc_store_position_fingerprint(st, "fp.public.t", 0, &off, &fp, NULL), 0);
+    cr_expect_eq(off, -1);
+    cr_expect_eq(fp, 0);
+    cdc_record_t again = tu_rec("fp.public.t", 0, 2, "{\"id\":1}", e1);
+    tu_apply(st, &again, 1);
+    cdc_store_close(st);
+    st = tu_open(dir);
+    cr_assert_eq(cdc_store_position(st, "fp.public.t", 0, &off, NULL), 0);
+    cr_expect_eq(off, 2, "the new topic's position, lower than the old");
+    cr_assert_eq(cdc_store_position(st, "fp.public.t", 1, &off, NULL), 0);
+    cr_expect_eq(off, 3, "another partition's untouched");
+    cdc_store_close(st);
+    free(e1);
+    free(e2);
+    tu_rmrf(dir);
+    free(dir);
+}
+
 /* Exact keys end to end: 2^53 and 2^53 + 1 are two rows; and a delete
  * whose before image holds a value that does not decode still deletes. */
 Test(apply, exact_keys_and_undecodable_before_images)
