@@ -519,6 +519,14 @@ static int export_one(cdc_store_t *st, const char *table, cdc_export_options_t *
                            "source, whose default no schema gave (or which a rename made); that column is written "
                            "as NULL there. Re-read the table (an incremental snapshot) to fill it",
                            table, (unsigned long long)unknown, cli_plural(unknown, "row was", "rows were"));
+    /* A stopped table's rows are as they were when it stopped: the source
+     * may have rewritten them since (cdc_store_table_stopped). */
+    const char *why = NULL;
+    if (!rc && cdc_store_table_stopped(st, table, &why, NULL) == 0 && why)
+        cli_printf_escaped(stderr,
+                           "cdcstore export: warning: %s is stopped (%s): its rows are as they were when it "
+                           "stopped, and may differ from the source; `cdcstore resume`, then re-read the table",
+                           table, why);
     if (rc) return cli_fail(&e, rc);
     return EXIT_OK;
 }

@@ -555,7 +555,7 @@ static char *refused_type_change(const cdc__table *t, const cdc__version *ver, c
         cdc__buf why = {0};
         cdc__buf_printf(&why,
                         "column %s" STOP_FROM "%s to %s" STOP_TAIL " the values the source "
-                        "holds in rows the replica will not see again; `cdcstore resume --table %s`, then "
+                        "holds in rows the replica will not see again; `cdcstore resume --db DIR --table %s`, then "
                         "re-read the table (a snapshot or an incremental snapshot: a read that arrives while "
                         "the table is stopped is a dead letter too)",
                         t->cols[i], m->type, ty, t->name);

@@ -207,14 +207,19 @@ cat > "$T/stop.jsonl" <<'EOF2'
 EOF2
 run apply --db "$T/stop" "$T/stop.jsonl"
 check "type change: exit 3, the message says resume then re-read ($rc)" \
-    bash -c "test $rc = 3 && grep -q 'resume --table public.s\`, then re-read the table' '$T/err'"
+    bash -c "test $rc = 3 && grep -q 'resume --db DIR --table public.s\`, then re-read the table' '$T/err'"
 run status --db "$T/stop"
 check "status: the stopped table says STOPPED and why (exit $rc)" \
     bash -c "grep -q '^  STOPPED  *column v changed type from int64 to string' '$T/out'"
 run status --db "$T/stop" --json
 check "status --json: \"stopped\" holds the reason" \
     python3 -c "import json,sys; d=json.load(open('$T/out')); sys.exit(0 if 'int64 to string' in d['tables']['public.s']['stopped'] else 1)"
+run export --db "$T/stop" --table public.s
+check "export of the stopped table: exit 0, warned that its rows may differ from the source ($rc)" \
+    bash -c "test $rc = 0 && grep -q 'warning: public.s is stopped (column v changed type' '$T/err' && grep -q '^1,5$' '$T/out'"
 run resume --db "$T/stop" --table public.s
+run export --db "$T/stop" --table public.s
+check "export after resume: no warning ($rc)" bash -c "test $rc = 0 && ! grep -q 'is stopped' '$T/err'"
 run status --db "$T/stop" --json
 check "status --json after resume: \"stopped\" is null" \
     python3 -c "import json,sys; d=json.load(open('$T/out')); sys.exit(0 if d['tables']['public.s']['stopped'] is None else 1)"
