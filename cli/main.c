@@ -107,7 +107,7 @@ int cli_declare_columns(cdc_store_t *st, const char *cmd, char **decimals, size_
         int is_decimal = i < nd;
         char *spec = is_decimal ? decimals[i] : types[i - nd];
         char *eq = strrchr(spec, '='), *dot = eq ? memrchr(spec, '.', (size_t)(eq - spec)) : NULL;
-        if (!eq || !dot || dot == spec) {
+        if (!eq || !dot || dot == spec || !memchr(spec, '.', (size_t)(dot - spec)) || dot + 1 == eq) {
             cli_printf_escaped(stderr, "cdcstore %s: %s %s: expected SCHEMA.TABLE.COLUMN=%s", cmd,
                                is_decimal ? "--decimal" : "--column-type", spec, is_decimal ? "SCALE" : "TYPE");
             return EXIT_USAGE;
@@ -118,6 +118,17 @@ int cli_declare_columns(cdc_store_t *st, const char *cmd, char **decimals, size_
         uint64_t scale = 0;
         snprintf(flag, sizeof flag, "--decimal %.*s", (int)(eq + 1 - spec), spec);
         if (is_decimal && cli_parse_uint(cmd, flag, eq + 1, 0, 1000, &scale)) return EXIT_USAGE;
+        /* one declaration per column: two that differ cannot both hold */
+        for (size_t j = 0; !st && j < i; j++) {
+            const char *o = j < nd ? decimals[j] : types[j - nd];
+            const char *oeq = strrchr(o, '=');
+            if ((size_t)(oeq - o) == (size_t)(eq - spec) && !memcmp(o, spec, (size_t)(eq - spec)) &&
+                ((j < nd) != is_decimal || strcmp(oeq, eq))) {
+                cli_printf_escaped(stderr, "cdcstore %s: column %.*s declared twice, differently (%s and %s)", cmd,
+                                   (int)(eq - spec), spec, o, spec);
+                return EXIT_USAGE;
+            }
+        }
         if (!st) continue;
         int rc = is_decimal ? cdc_store_set_decimal_scale(st, table, col, (int)scale, &e)
                             : cdc_store_set_column_type(st, table, col, eq + 1, &e);

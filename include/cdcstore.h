@@ -136,7 +136,9 @@ CDC_API void cdc_store_close(cdc_store_t *st);
  * complement integer) in envelopes without a schema.  Without this setting
  * (and without a schema in the envelope) such a column is kept as the text it
  * arrives as: the decoder never guesses a scale.  Persisted in the replica.
- * table is "schema.table". Errors: CDC_EINVAL for scale outside 0..1000. */
+ * table is "schema.table". Errors: CDC_EINVAL for scale outside 0..1000, and for a column
+ * declared before with another scale or type (a declaration cannot change:
+ * the rows applied were read by the first), CDC_EIO. */
 CDC_API int cdc_store_set_decimal_scale(cdc_store_t *st, const char *table, const char *column,
                                         int scale, cdc_error_t *err);
 
@@ -149,7 +151,8 @@ CDC_API int cdc_store_set_decimal_scale(cdc_store_t *st, const char *table, cons
  * "bytea" (base64), or "numeric:S" (as
  * cdc_store_set_decimal_scale).  The decoder then stores PostgreSQL's text
  * ('2026-01-01 00:00:02').  Persisted in the replica.
- * Errors: CDC_EINVAL for an unknown type. */
+ * Errors: CDC_EINVAL for an unknown type, and for a column declared before
+ * otherwise (as above), CDC_EIO. */
 CDC_API int cdc_store_set_column_type(cdc_store_t *st, const char *table, const char *column,
                                       const char *type, cdc_error_t *err);
 

@@ -1448,9 +1448,51 @@ int cdc__store_column_type(const cdc_store_t *st, const char *table, const char 
 }
 
 /* Records the declared type code of a column (see cdc__store_column_type). */
+static const struct { const char *name; int code; } column_types[] = {
+    {"timestamp", CDC__COL_MICROTIMESTAMP}, {"timestamp-us", CDC__COL_MICROTIMESTAMP},
+    {"timestamp-ms", CDC__COL_TIMESTAMP_MS}, {"date", CDC__COL_DATE},
+    {"time", CDC__COL_MICROTIME}, {"time-us", CDC__COL_MICROTIME}, {"time-ms", CDC__COL_TIME_MS},
+    {"interval", CDC__COL_INTERVAL},
+    {"bytea", CDC__COL_BYTEA},         {"timestamptz", CDC__COL_TIMESTAMPTZ},
+};
+
+/* A declaration's words: "NUMERIC of scale 2", "type date". */
+static void code_words(int code, char *out, size_t n)
+{
+    if (code >= 0) {
+        snprintf(out, n, "NUMERIC of scale %d", code);
+        return;
+    }
+    for (size_t i = 0; i < sizeof column_types / sizeof column_types[0]; i++)
+        if (column_types[i].code == code) {
+            snprintf(out, n, "type %s", column_types[i].name);
+            return;
+        }
+    snprintf(out, n, "type code %d", code);
+}
+
+/* Declares how a column's values without a schema read (--decimal,
+ * --column-type).  The replica remembers it, and a different declaration
+ * later is refused: the rows already applied were read the first way, and
+ * a column whose values mean one thing in some rows and another in the
+ * rest (amounts at scale 2 and 5) is wrong without a sign of it.  The same
+ * declaration again changes nothing. */
 static int set_column_code(cdc_store_t *st, const char *table, const char *column, int code,
                            cdc_error_t *err)
 {
+    for (size_t i = 0; i < st->nscales; i++)
+        if (!strcmp(st->scales[i].table, table) && !strcmp(st->scales[i].column, column)) {
+            if (st->scales[i].scale == code) return 0;
+            char was[64], now[64];
+            code_words(st->scales[i].scale, was, sizeof was);
+            code_words(code, now, sizeof now);
+            return cdc__err(err, CDC_EINVAL,
+                            "column %s.%s: the replica reads its values as %s, declared before; %s now would "
+                            "read the next ones differently from the rows already applied: a column's "
+                            "declaration cannot change (a new replica, or envelopes with schemas, which carry "
+                            "each value's type)",
+                            table, column, was, now);
+        }
     cdc__buf k = {0}, v = {0};
     table_key(&k, 'D', table);
     cdc__buf_putc(&k, 0);
@@ -1466,11 +1508,6 @@ static int set_column_code(cdc_store_t *st, const char *table, const char *colum
         free(e);
         return rc;
     }
-    for (size_t i = 0; i < st->nscales; i++)
-        if (!strcmp(st->scales[i].table, table) && !strcmp(st->scales[i].column, column)) {
-            st->scales[i].scale = code;
-            return 0;
-        }
     st->scales = cdc__realloc(st->scales, (st->nscales + 1) * sizeof *st->scales);
     st->scales[st->nscales++] = (cdc__scale){cdc__strdup(table), cdc__strdup(column), code};
     return 0;
@@ -1488,13 +1525,6 @@ int cdc_store_set_decimal_scale(cdc_store_t *st, const char *table, const char *
 int cdc_store_set_column_type(cdc_store_t *st, const char *table, const char *column, const char *type,
                               cdc_error_t *err)
 {
-    static const struct { const char *name; int code; } types[] = {
-        {"timestamp", CDC__COL_MICROTIMESTAMP}, {"timestamp-us", CDC__COL_MICROTIMESTAMP},
-        {"timestamp-ms", CDC__COL_TIMESTAMP_MS}, {"date", CDC__COL_DATE},
-        {"time", CDC__COL_MICROTIME}, {"time-us", CDC__COL_MICROTIME}, {"time-ms", CDC__COL_TIME_MS},
-        {"interval", CDC__COL_INTERVAL},
-        {"bytea", CDC__COL_BYTEA},         {"timestamptz", CDC__COL_TIMESTAMPTZ},
-    };
     if (!st || !table || !column || !type) return cdc__err(err, CDC_EINVAL, "cdc_store_set_column_type: bad arguments");
     if (!strncmp(type, "numeric:", 8) || !strncmp(type, "decimal:", 8)) {
         char *end;
@@ -1502,8 +1532,8 @@ int cdc_store_set_column_type(cdc_store_t *st, const char *table, const char *co
         if (*end || end == type + 8) return cdc__err(err, CDC_EINVAL, "column %s.%s: type %s: bad scale", table, column, type);
         return cdc_store_set_decimal_scale(st, table, column, (int)sc, err);
     }
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-        if (!strcmp(type, types[i].name)) return set_column_code(st, table, column, types[i].code, err);
+    for (size_t i = 0; i < sizeof column_types / sizeof column_types[0]; i++)
+        if (!strcmp(type, column_types[i].name)) return set_column_code(st, table, column, column_types[i].code, err);
     return cdc__err(err, CDC_EINVAL,
                     "column %s.%s: unknown type %s (timestamp, timestamp-ms, date, time, time-ms, interval, bytea, timestamptz, "
                     "numeric:SCALE)", table,

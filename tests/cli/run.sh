@@ -200,6 +200,24 @@ check "tables --help: usage, exit 0 (got $rc)" bash -c "test $rc = 0 && grep -q 
 run tables --db "$T/db"
 check "tables: the table (exit $rc)" bash -c "test $rc = 0 && test \"\$(cat '$T/out')\" = public.orders"
 
+# ---- a column's declaration (--decimal, --column-type) cannot change ----
+run apply --db "$T/decl" --quiet --decimal public.orders.amount=2 --column-type public.orders.created_at=timestamp "$EVENTS"
+run apply --db "$T/decl" --quiet --decimal public.orders.amount=2 --column-type public.orders.created_at=timestamp "$EVENTS"
+check "declarations: the same again is accepted (exit $rc: the file's amounts are not base64, dead letters)" \
+    bash -c "test $rc = 3 && ! grep -q 'declared before' '$T/err'"
+run apply --db "$T/decl" --quiet --decimal public.orders.amount=5 "$EVENTS"
+check "declarations: another scale for the column is refused, naming both (exit $rc)" \
+    bash -c "test $rc = 1 && grep -q 'reads its values as NUMERIC of scale 2, declared before; NUMERIC of scale 5' '$T/err'"
+run apply --db "$T/decl" --quiet --column-type public.orders.created_at=date "$EVENTS"
+check "declarations: another type for the column is refused (exit $rc)" \
+    bash -c "test $rc = 1 && grep -q 'as type timestamp, declared before; type date' '$T/err'"
+run apply --db "$T/decl2" --decimal public.orders.amount=2 --decimal public.orders.amount=3 "$EVENTS"
+check "declarations: a column declared twice differently in one command: usage error, no replica (exit $rc)" \
+    bash -c "test $rc = 2 && grep -q 'declared twice, differently' '$T/err' && test ! -e '$T/decl2'"
+run apply --db "$T/decl2" --column-type public.orders=date "$EVENTS"
+check "declarations: SCHEMA.TABLE without a column is a usage error (exit $rc)" \
+    bash -c "test $rc = 2 && grep -q 'expected SCHEMA.TABLE.COLUMN=TYPE' '$T/err'"
+
 # ---- a table stopped by a type change: status says so, resume clears it ----
 cat > "$T/stop.jsonl" <<'EOF2'
 {"schema":{"type":"struct","fields":[{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"},{"type":"int64","optional":true,"field":"v"}],"optional":true,"field":"after"}]},"payload":{"op":"c","after":{"id":1,"v":5},"source":{"schema":"public","table":"s","lsn":10},"ts_ms":1}}
