@@ -208,6 +208,43 @@ Test(delta, refresh_rewrites_only_the_changed_ranges)
     free(dir);
 }
 
+/* Another writer's maintenance changes no file: VACUUM's two commits hold a
+ * commitInfo alone, and a checkpoint repeats the commits; refreshes go on
+ * (they were refused as another writer's changes). */
+Test(delta, vacuum_commits_and_a_checkpoint_are_not_changes)
+{
+    char *dir = tu_tmpdir();
+    char *db = tu_fmt("%s/db", dir), *dl = tu_fmt("%s/t.delta", dir);
+    cdc_store_t *st = tu_open(db);
+    put_rows(st, 1, 10, 1000, "a");
+    export_delta(st, dl, 0);
+    const char *ops[] = {"VACUUM START", "VACUUM END"};
+    for (int v = 1; v <= 2; v++) {
+        char *p = tu_fmt("%s/_delta_log/%020d.json", dl, v);
+        FILE *f = fopen(p, "w");
+        cr_assert_not_null(f);
+        fprintf(f, "{\"commitInfo\":{\"timestamp\":%d,\"operation\":\"%s\",\"engineInfo\":\"delta-rs:1.0\"}}\n", v,
+                ops[v - 1]);
+        fclose(f);
+        free(p);
+    }
+    char *cp = tu_fmt("%s/_delta_log/%020d.checkpoint.parquet", dl, 2);
+    FILE *f = fopen(cp, "w");
+    cr_assert_not_null(f);
+    fputs("PAR1", f);
+    fclose(f);
+    put_rows(st, 3, 3, 2000, "b");
+    cdc_delta_result_t r = export_delta(st, dl, 0);
+    cr_expect_eq(r.version, 3, "the refresh commits after VACUUM's versions");
+    cr_expect_eq(active_rows(dl, 3), 10);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(cp);
+    free(db);
+    free(dl);
+    free(dir);
+}
+
 Test(delta, another_writers_commit_is_refused)
 {
     char *dir = tu_tmpdir();
@@ -216,11 +253,15 @@ Test(delta, another_writers_commit_is_refused)
     put_rows(st, 1, 10, 1000, "a");
     export_delta(st, dl, 0);
     put_rows(st, 3, 3, 2000, "b");
-    /* another engine commits version 1 (an OPTIMIZE, say) */
+    /* another engine commits version 1 (an OPTIMIZE, say: a file removed, one added) */
     char *p = tu_fmt("%s/_delta_log/%020d.json", dl, 1);
     FILE *f = fopen(p, "w");
     cr_assert_not_null(f);
-    fputs("{\"commitInfo\":{\"timestamp\":1,\"operation\":\"OPTIMIZE\",\"engineInfo\":\"Apache-Spark/4.0\"}}\n", f);
+    fputs("{\"commitInfo\":{\"timestamp\":1,\"operation\":\"OPTIMIZE\",\"engineInfo\":\"Apache-Spark/4.0\"}}\n"
+          "{\"remove\":{\"path\":\"old.parquet\",\"deletionTimestamp\":1,\"dataChange\":false}}\n"
+          "{\"add\":{\"path\":\"part-0000-optimized.parquet\",\"size\":10,\"modificationTime\":1,"
+          "\"dataChange\":false}}\n",
+          f);
     fclose(f);
     cdc_export_options_t o = {0};
     cdc_delta_result_t r;

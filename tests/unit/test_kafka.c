@@ -762,13 +762,101 @@ Test(kafka, closed_midway_and_reopened_resumes_from_the_stored_position)
     cdc_kafka_options_t o2 = kopts(&c2, &m, "g-restart", 3, 50);
     cdc_kafka_stats_t s = live(st, &o2, &c2, 30000);
     cr_assert_eq(s.total.read, (uint64_t)(DOC_N - 1 - p1), "second life read %llu", (unsigned long long)s.total.read);
-    cr_assert_not_null(strstr(c2.log, "from offset 4 (stored position 3)"), "%s", c2.log);
+    cr_assert_not_null(strstr(c2.log, "from offset 4 (stored position 3, its record read again first"), "%s", c2.log);
     check_doc_table(st);
     cdc_store_close(st);
     tu_rmrf(dir);
     free(dir);
     ctx_free(&c1);
     ctx_free(&c2);
+    mock_stop(&m);
+}
+
+/* A topic deleted and created again under the same name (a connector
+ * reset; here a new mock cluster with the topic's name): its offsets name
+ * other records.  Longer than the replica's position, the record at the
+ * position is another (its fingerprint differs); shorter, the topic ends
+ * before it.  Either way the consumer says so, forgets the position and
+ * reads the new topic from its beginning; the rows stay. */
+static void produce_orders(mock *m, int from, int n, int lsn)
+{
+    for (int i = 0; i < n; i++) {
+        char key[64], val[256];
+        snprintf(key, sizeof key, "{\"order_id\":%d}", from + i);
+        snprintf(val, sizeof val,
+                 "{\"op\":\"c\",\"after\":{\"order_id\":%d,\"status\":\"new\",\"amount\":\"1.00\"},"
+                 "\"source\":{\"lsn\":%d}}",
+                 from + i, lsn + i);
+        produce(m, TOPIC, 0, key, val);
+    }
+    produce_flush(m);
+}
+
+Test(kafka, a_topic_created_again_is_read_from_its_beginning)
+{
+    mock m;
+    mock_start(&m, TOPIC, 1);
+    produce_doc(&m, TOPIC);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    run_ctx c1;
+    ctx_init(&c1, st, TOPIC, 1);
+    c1.until_pos = DOC_N - 1;
+    cdc_kafka_options_t o1 = kopts(&c1, &m, "g-recreated", 100, 50);
+    live(st, &o1, &c1, 30000);
+    cr_assert_eq(position(st, TOPIC, 0), DOC_N - 1);
+    check_doc_table(st);
+    mock_stop(&m);
+
+    /* longer: 15 records, the one at the position another */
+    mock_start(&m, TOPIC, 1);
+    produce_orders(&m, 100, 15, 5000);
+    run_ctx c2;
+    ctx_init(&c2, st, TOPIC, 1);
+    c2.until_pos = 14;
+    cdc_kafka_options_t o2 = kopts(&c2, &m, "g-recreated", 100, 50);
+    cdc_kafka_stats_t s = live(st, &o2, &c2, 30000);
+    cr_assert_not_null(strstr(c2.log, "the record at offset 10 is not the one the replica applied there: the topic "
+                                      "was deleted and created again"), "%s", c2.log);
+    cr_expect_eq(s.total.read, 15, "the new topic read whole: %llu", (unsigned long long)s.total.read);
+    cr_expect_eq(position(st, TOPIC, 0), 14);
+    char *csv = tu_export(st, TABLE, 0);
+    cr_expect(strstr(csv, "\n1,shipped,25.00\n") && strstr(csv, "\n100,new,1.00\n") && strstr(csv, "\n114,new,1.00\n"),
+              "the old rows stay, the new topic's are in: %s", csv);
+    free(csv);
+    mock_stop(&m);
+
+    /* shorter: 5 records, the topic ends before the position */
+    mock_start(&m, TOPIC, 1);
+    produce_orders(&m, 200, 5, 6000);
+    run_ctx c3;
+    ctx_init(&c3, st, TOPIC, 1);
+    c3.until_pos = 4;
+    cdc_kafka_options_t o3 = kopts(&c3, &m, "g-recreated", 100, 50);
+    s = live(st, &o3, &c3, 30000);
+    cr_assert_not_null(strstr(c3.log, "the topic ends at offset 5, before the replica's position 14"), "%s", c3.log);
+    cr_expect_eq(s.total.read, 5);
+    cr_expect_eq(position(st, TOPIC, 0), 4);
+    csv = tu_export(st, TABLE, 0);
+    cr_expect(strstr(csv, "\n204,new,1.00\n") != NULL, "%s", csv);
+    free(csv);
+
+    /* the same topic again: its record at the position checked, nothing read again */
+    run_ctx c4;
+    ctx_init(&c4, st, TOPIC, 1);
+    c4.until_pos = 5;
+    produce_orders(&m, 300, 1, 7000);
+    cdc_kafka_options_t o4 = kopts(&c4, &m, "g-recreated", 100, 50);
+    s = live(st, &o4, &c4, 30000);
+    cr_expect(!strstr(c4.log, "created again"), "%s", c4.log);
+    cr_expect_eq(s.total.read, 1, "only the new record: %llu", (unsigned long long)s.total.read);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    ctx_free(&c1);
+    ctx_free(&c2);
+    ctx_free(&c3);
+    ctx_free(&c4);
     mock_stop(&m);
 }
 
