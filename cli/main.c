@@ -170,6 +170,16 @@ static void on_signal(int sig)
     stop_flag = 1;
 }
 
+/* ", N other (heartbeats, transaction records, messages)" when there are
+ * such records, so that the summary's figures add up to the records read. */
+static const char *other_words(uint64_t n)
+{
+    static char b[96];
+    b[0] = 0;
+    if (n) snprintf(b, sizeof b, ", %llu other (heartbeats, transaction records, messages)", (unsigned long long)n);
+    return b;
+}
+
 typedef struct progress {
     int tty;
     double start;
@@ -333,6 +343,7 @@ static int cmd_apply(int argc, char **argv)
         all.tombstones += t.tombstones;
         all.dead_letters += t.dead_letters;
         all.dead_letters_known += t.dead_letters_known;
+        all.other += t.other;
         if (rc == CDC_ESTOPPED) {
             cli_printf_escaped(stderr, "cdcstore: %s", e.msg);
             status = EXIT_STOPPED;
@@ -348,8 +359,8 @@ static int cmd_apply(int argc, char **argv)
             break;
         }
     }
-    if (status == EXIT_OK && stop_flag && i < argc) { /* stopped between two files */
-        fprintf(stderr, "cdcstore apply: interrupted: the files before the %s are applied\n", argv[i]);
+    if (status == EXIT_OK && stop_flag) { /* stopped between two files, or waiting for input */
+        if (i < argc) fprintf(stderr, "cdcstore apply: interrupted: the files before the %s are applied\n", argv[i]);
         status = 128 + (stop_signal ? stop_signal : SIGTERM);
     }
     if (pg.tty) fputc('\n', stderr);
@@ -360,12 +371,13 @@ static int cmd_apply(int argc, char **argv)
     if (!quiet && !(nothing && status != EXIT_OK))
         fprintf(stderr,
                 "cdcstore apply: %llu %s in %.2f s (%.0f records/s): %llu applied, %llu stale, "
-                "%llu duplicate, %llu %s, %llu %s%s\n",
+                "%llu duplicate, %llu %s, %llu %s%s%s\n",
                 (unsigned long long)all.read, cli_plural(all.read, "record", "records"), secs,
                 all.read / (secs + 1e-9), (unsigned long long)all.applied, (unsigned long long)all.stale,
                 (unsigned long long)all.duplicate, (unsigned long long)all.tombstones,
                 cli_plural(all.tombstones, "tombstone", "tombstones"), (unsigned long long)all.dead_letters,
-                cli_plural(all.dead_letters, "dead letter", "dead letters"), stop_flag ? " (interrupted)" : "");
+                cli_plural(all.dead_letters, "dead letter", "dead letters"), other_words(all.other),
+                stop_flag ? " (interrupted)" : "");
     /* Failed or stopped before anything was applied: a replica this run
      * created goes again (cli_remove_new_replica checks the replica's own
      * counters), rather than stay as an empty directory. */

@@ -222,6 +222,8 @@ typedef struct cdc_apply_result {
     uint64_t dead_letters;  /* bad records, into the dead-letter store ... */
     uint64_t dead_letters_known; /* ... of which were there already (the same record, position
                                   * and reason, met before): not written again */
+    uint64_t other;         /* records that change no row: heartbeats, transaction metadata,
+                             * logical decoding messages (op m), schema-change events */
 } cdc_apply_result_t;
 
 /* Applies a batch of records atomically: decodes them, reduces the batch to

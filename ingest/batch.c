@@ -253,6 +253,7 @@ void cdc__result_add(cdc_apply_result_t *to, const cdc_apply_result_t *r)
     to->tombstones += r->tombstones;
     to->dead_letters += r->dead_letters;
     to->dead_letters_known += r->dead_letters_known;
+    to->other += r->other;
 }
 
 int cdc_store_apply(cdc_store_t *st, const cdc_record_t *recs, size_t n, const cdc_apply_options_t *opts,

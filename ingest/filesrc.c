@@ -399,6 +399,7 @@ typedef struct line_reader {
     uint64_t consumed;            /* bytes of the input handed out so far, newlines included */
     int eof, err;
     int pausable;                 /* not a regular file: its input may pause (line_would_wait) */
+    volatile int *intr;           /* the stop flag: a wait for input that may pause ends at it */
 } line_reader;
 
 static int64_t now_ms(void)
@@ -454,6 +455,19 @@ static int next_line(line_reader *lr, size_t limit, const char **p, size_t *len)
                 lr->cap = lr->cap ? 2 * lr->cap : 2 * READ_BLOCK;
                 lr->buf = cdc__realloc(lr->buf, lr->cap);
             }
+        }
+        /* A pipe with nothing in it (kcat following an idle topic) is
+         * waited for in steps, so that a stop (SIGINT, SIGTERM) ends the
+         * wait at once rather than at the next line or the end of the
+         * input; what the pipe holds after the stop is not read. */
+        if (lr->pausable && lr->intr) {
+            struct pollfd pf = {.fd = lr->fd, .events = POLLIN};
+            int pn;
+            while ((pn = poll(&pf, 1, 100)) == 0 || (pn < 0 && errno == EINTR))
+                if (*lr->intr) {
+                    lr->eof = 1;
+                    return -1;
+                }
         }
         ssize_t n = read(lr->fd, lr->buf + lr->end, lr->cap - lr->end);
         if (n < 0 && errno == EINTR) continue;
@@ -577,6 +591,7 @@ int cdc_store_apply_file(cdc_store_t *st, const char *path, const cdc_file_optio
     cdc_apply_options_t ao = o->apply;
     if (!ao.interrupt) ao.interrupt = o->stop;
     ps.aopts = &ao;
+    ps.lr.intr = ao.interrupt;
     pthread_mutex_init(&ps.mu, NULL);
     pthread_cond_init(&ps.cv, NULL);
     pthread_t th;

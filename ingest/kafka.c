@@ -479,11 +479,11 @@ static void info_line(cdc_kafka_t *k, int force)
     }
     klog(k, CDC_LOG_INFO,
          "%llu records in %llu batches%s: %llu applied, %llu stale, %llu duplicate, %llu tombstones, "
-         "%llu dead letters; lag %s; end-to-end latency of streamed changes p50 %s, p99 %s over %llu",
+         "%llu dead letters, %llu other; lag %s; end-to-end latency of streamed changes p50 %s, p99 %s over %llu",
          (unsigned long long)k->info_records, (unsigned long long)k->info_batches, rate,
          (unsigned long long)k->info_res.applied, (unsigned long long)k->info_res.stale,
          (unsigned long long)k->info_res.duplicate, (unsigned long long)k->info_res.tombstones,
-         (unsigned long long)k->info_res.dead_letters, lag, p50, p99,
+         (unsigned long long)k->info_res.dead_letters, (unsigned long long)k->info_res.other, lag, p50, p99,
          (unsigned long long)k->stats.latency_samples);
     k->info_last_ms = now;
     k->info_records = k->info_batches = 0;

@@ -922,6 +922,7 @@ static int take_record(apply_ctx *a, size_t i)
             stat_add(t, ev->action == CDC__ACT_NOOP ? CDC__ST_OTHER : CDC__ST_TOMBSTONES, 1);
         }
         if (ev->action == CDC__ACT_TOMBSTONE) a->res->tombstones++;
+        else a->res->other++;
         return 0;
     }
     if ((rc = cdc__table_get(a->st, ev->table ? ev->table : "", 1, &t, a->err))) return rc;

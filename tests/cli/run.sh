@@ -242,6 +242,17 @@ run status --db "$T/stop" --json
 check "status --json after resume: \"stopped\" is null" \
     python3 -c "import json,sys; d=json.load(open('$T/out')); sys.exit(0 if d['tables']['public.s']['stopped'] is None else 1)"
 
+# ---- the summary accounts for every record: heartbeats, transaction records and messages ----
+cat > "$T/other.jsonl" <<'EOF2'
+{"topic":"__debezium-heartbeat.shop","partition":0,"offset":0,"key":"{\"serverName\":\"shop\"}","payload":"{\"ts_ms\":1796232054200}"}
+{"topic":"shop.transaction","partition":0,"offset":0,"key":"{\"id\":\"774:1\"}","payload":"{\"status\":\"BEGIN\",\"id\":\"774:1\",\"event_count\":null,\"data_collections\":null,\"ts_ms\":1796232054200}"}
+{"topic":"shop.transaction","partition":0,"offset":1,"key":"{\"id\":\"774:1\"}","payload":"{\"status\":\"END\",\"id\":\"774:1\",\"event_count\":0,\"data_collections\":[],\"ts_ms\":1796232054200}"}
+{"topic":"shop.public.t","partition":0,"offset":0,"key":"{\"id\":1}","payload":"{\"op\":\"c\",\"after\":{\"id\":1},\"source\":{\"schema\":\"public\",\"table\":\"t\",\"lsn\":5}}"}
+EOF2
+run apply --db "$T/other" "$T/other.jsonl"
+check "apply summary: 4 records = 1 applied + 3 other ($(cat "$T/err"))" \
+    bash -c "test $rc = 0 && grep -q '4 records in .*: 1 applied, .*, 3 other (heartbeats, transaction records, messages)' '$T/err'"
+
 # ---- singular and plural ----
 run apply --db "$T/p" "$EVENTS"
 check "apply summary: 1 tombstone, 0 dead letters ($(cat "$T/err"))" \

@@ -109,5 +109,30 @@ for f in 0.5 0.85; do
   run_one "two-$i" TERM "$d" $((N / 2))
   if [ "$(cat "$T/two-$i.rc")" = 0 ]; then check "two-$i" "$N"; else check "two-$i" 1000 $((N / 2)) "$N"; fi
 done
+# Input from a pipe that pauses (kcat following an idle topic): a signal
+# ends the wait for the next line at once, the lines read are applied, and
+# the status says the run was interrupted (it waited for the pipe to close,
+# then exited 0).
+for sig in TERM INT; do
+  rm -rf "$T/pipe"
+  mkfifo "$T/fifo"
+  { head -n 3 "$IN"; sleep 20; } >"$T/fifo" &
+  feeder=$!
+  "$BIN" apply --db "$T/pipe" - <"$T/fifo" 2>"$T/pipe.err" &
+  pid=$!
+  for _ in $(seq 100); do [ -d "$T/pipe" ] && grep -q '"events_read":3' <("$BIN" stats --db "$T/pipe" --json 2>/dev/null) && break; sleep 0.1; done
+  t0=$(now)
+  kill -"$sig" "$pid"
+  rc=0; wait "$pid" || rc=$?
+  took=$(echo "$(now) - $t0" | bc)
+  kill "$feeder" 2>/dev/null || true; wait "$feeder" 2>/dev/null || true
+  rm -f "$T/fifo"
+  want=$((128 + $(kill -l "$sig")))
+  if [ "$rc" = "$want" ] && [ "$(echo "$took < 2" | bc)" = 1 ] && grep -q '3 records in .*(interrupted)' "$T/pipe.err"; then
+    ok "SIG$sig while the input pipe is idle: exit $rc after ${took}s, the 3 lines read applied"
+  else
+    bad "SIG$sig while the input pipe is idle: exit $rc (want $want) after ${took}s: $(tail -2 "$T/pipe.err")"
+  fi
+done
 echo "signal_stop: $pass passed, $fail failed"
 [ "$fail" = 0 ]
