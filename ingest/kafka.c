@@ -170,6 +170,7 @@ struct cdc_kafka {
 
     int closing;
     int reassigned;          /* restart_from_beginning gave the assignment again */
+    int64_t resubscribe_at;  /* when to join the group again (a partition count changed); 0: not */
     int fatal;
     char fatal_msg[1100];
 };
@@ -304,6 +305,8 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
                    "Kafka: %s: %s (retrying)", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
 }
 
+#define RESUBSCRIBE_AFTER_MS 3000
+
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
     cdc_kafka_t *k = rd_kafka_opaque(rk);
@@ -311,6 +314,15 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char 
     int lv = level <= 3 ? CDC_LOG_ERROR : level == 4 ? CDC_LOG_WARN : level <= 6 ? CDC_LOG_INFO : CDC_LOG_DEBUG;
     /* Connection failures reach error_cb as well, which logs them once. */
     if (!strcmp(fac, "FAIL")) lv = CDC_LOG_DEBUG;
+    /* A subscribed topic gained partitions.  The group rebalances by
+     * itself, but librdkafka 2.0's range assignment was seen to hand out
+     * the old partitions only (the stack's broker, a topic taken from 1 to
+     * 4 partitions under load: partitions 1-3 unread until a restart); so
+     * the consumer joins the group again a little later, when every
+     * member's metadata has the new count (cdc_kafka_run, resubscribe).
+     * (Logs come through the consumer's queue: this runs on the thread of
+     * cdc_kafka_run.) */
+    if (!strcmp(fac, "PARTCNT")) k->resubscribe_at = mono_ms() + RESUBSCRIBE_AFTER_MS;
     if (lv <= CDC_LOG_WARN) {
         char key[64];
         snprintf(key, sizeof key, "log:%s", fac);
@@ -1212,11 +1224,31 @@ static int take(cdc_kafka_t *k, rd_kafka_message_t *m, cdc_error_t *err)
     return b->n >= k->batch_max ? flush_full(k, err) : 0;
 }
 
+/* Leaves the group and joins it again with the same subscription: the
+ * assignment is made anew (log_cb says when and why).  What was consumed is
+ * applied first, by the revocation (rebalance_cb). */
+static void resubscribe(cdc_kafka_t *k)
+{
+    rd_kafka_topic_partition_list_t *subs = NULL;
+    if (rd_kafka_subscription(k->rk, &subs) || !subs) return;
+    klog(k, CDC_LOG_INFO, "a subscribed topic's partition count changed: joining the group again, so that its new "
+         "partitions are assigned");
+    rd_kafka_resp_err_t e = rd_kafka_unsubscribe(k->rk);
+    if (!e) e = rd_kafka_subscribe(k->rk, subs);
+    if (e) kfatal(k, "subscribing again after a partition count change failed: %s", rd_kafka_err2str(e));
+    rd_kafka_topic_partition_list_destroy(subs);
+}
+
 int cdc_kafka_run(cdc_kafka_t *k, cdc_error_t *err)
 {
     if (!k) return cdc__err(err, CDC_EINVAL, "cdc_kafka_run: bad arguments");
     int rc = 0;
     for (;;) {
+        if (k->resubscribe_at && mono_ms() >= k->resubscribe_at) {
+            k->resubscribe_at = 0;
+            if ((rc = flush(k, err))) break;
+            resubscribe(k);
+        }
         if (k->fatal) {
             /* A client failure leaves the replica sound: what was consumed
              * is applied before the run gives up. */

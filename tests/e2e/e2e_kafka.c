@@ -14,6 +14,8 @@
  *   e2e_kafka BROKERS create-topics PARTITIONS [--config KEY=VALUE]... TOPIC...
  *       creates the topics (replication factor 1) with those topic configs
  *       (e.g. message.timestamp.type=LogAppendTime); existing ones are an error
+ *   e2e_kafka BROKERS add-partitions TOTAL TOPIC...
+ *       raises the topics' partition counts to TOTAL
  *   e2e_kafka BROKERS delete-topics PREFIX
  *       deletes every topic whose name starts with PREFIX; prints how many
  *
@@ -114,6 +116,39 @@ static int cmd_lag(const char *brokers, const char *group, char **topics, int n)
     return 0;
 }
 
+static int cmd_add_partitions(const char *brokers, int total, char **topics, int n)
+{
+    char err[512];
+    rd_kafka_t *rk = client(brokers, NULL, RD_KAFKA_PRODUCER);
+    rd_kafka_NewPartitions_t **np = calloc((size_t)n, sizeof *np);
+    for (int i = 0; i < n; i++)
+        if (!(np[i] = rd_kafka_NewPartitions_new(topics[i], (size_t)total, err, sizeof err))) die(topics[i], err);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATEPARTITIONS);
+    rd_kafka_AdminOptions_set_operation_timeout(o, TIMEOUT_MS, err, sizeof err);
+    rd_kafka_CreatePartitions(rk, np, (size_t)n, o, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, TIMEOUT_MS * 2);
+    if (!ev) die("add partitions", "no answer");
+    if (rd_kafka_event_error(ev)) die("add partitions", rd_kafka_event_error_string(ev));
+    size_t cnt;
+    const rd_kafka_topic_result_t **res =
+        rd_kafka_CreatePartitions_result_topics(rd_kafka_event_CreatePartitions_result(ev), &cnt);
+    int rc = 0;
+    for (size_t i = 0; i < cnt; i++)
+        if (rd_kafka_topic_result_error(res[i])) {
+            fprintf(stderr, "e2e_kafka: %s: %s\n", rd_kafka_topic_result_name(res[i]),
+                    rd_kafka_topic_result_error_string(res[i]));
+            rc = 1;
+        }
+    rd_kafka_event_destroy(ev);
+    rd_kafka_AdminOptions_destroy(o);
+    rd_kafka_NewPartitions_destroy_array(np, (size_t)n);
+    free(np);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
 static int cmd_create(const char *brokers, int parts, char **args, int nargs)
 {
     char err[512];
@@ -212,9 +247,11 @@ int main(int argc, char **argv)
         if (parts < 1) return 2;
         return cmd_create(argv[1], parts, argv + 4, argc - 4);
     }
+    if (argc >= 5 && !strcmp(argv[2], "add-partitions") && atoi(argv[3]) > 0)
+        return cmd_add_partitions(argv[1], atoi(argv[3]), argv + 4, argc - 4);
     if (argc == 4 && !strcmp(argv[2], "delete-topics") && argv[3][0]) return cmd_delete(argv[1], argv[3]);
     fprintf(stderr, "usage: e2e_kafka BROKERS hw TOPIC... | lag GROUP TOPIC... |"
-                    " create-topics N [--config K=V]... TOPIC... |"
+                    " create-topics N [--config K=V]... TOPIC... | add-partitions TOTAL TOPIC... |"
                     " delete-topics PREFIX\n");
     return 2;
 }

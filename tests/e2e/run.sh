@@ -48,6 +48,9 @@
 #      connector reset): once longer than the replica's position, once
 #      shorter; the ingest notices, reads the new topic from its beginning,
 #      and the replica equals the source; a plain restart reads nothing again
+#  13  partitions added to the topic while the ingest runs, under a stream of
+#      updates (keys move to the new partitions): the ingest consumes them,
+#      and the replica equals the source
 # Scenarios 1-6 run on one connector and one replica, in order; 7, 8, 9 and
 # 10a/10b each on a fresh database, connector, topics and replica.
 #
@@ -90,7 +93,7 @@ venv_ensure_all() { venv_ensure "${VENV_READERS[@]}"; }
 RATE=${E2E_RATE:-1300}
 KEYS=${E2E_KEYS:-20000}
 LAT_SECS=${E2E_LATENCY_SECS:-20}
-ONLY=${E2E_ONLY:-1 2 3 4 5 6 7 8 9 10 11 12}
+ONLY=${E2E_ONLY:-1 2 3 4 5 6 7 8 9 10 11 12 13}
 RUN=$(date +%s)
 P=e2e_$RUN          # topic prefix of scenarios 1-6
 P7=e2e7_$RUN        # topic prefix of scenario 7
@@ -1843,14 +1846,16 @@ wait_hw() {
     echo "high watermark $hw"
 }
 
-# rt_equal DB: the replica's export of public.rt equals the source's rows.
+# rt_equal DB [TABLE]: the replica's export of public.TABLE (rt) equals the
+# source's rows (columns id, v).
 rt_equal() {
-    "$CDC" export --db "$1" --table public.rt --output "$WORK/rt-12.csv" 2>"$WORK/rt-12.err" ||
-        { echo "export exited $?: $(cat "$WORK/rt-12.err")"; return 1; }
-    app_psql -c "COPY (SELECT id, v FROM public.rt ORDER BY id) TO STDOUT WITH (FORMAT csv, HEADER)" >"$WORK/rt-12.src"
-    cmp -s "$WORK/rt-12.csv" "$WORK/rt-12.src" ||
-        { echo "replica/source differ: $(diff "$WORK/rt-12.csv" "$WORK/rt-12.src" | head -n 5 | tr '\n' ' ')"; return 1; }
-    echo "$(($(wc -l <"$WORK/rt-12.src") - 1)) rows equal"
+    local t=${2:-rt}
+    "$CDC" export --db "$1" --table "public.$t" --output "$WORK/$t-eq.csv" 2>"$WORK/$t-eq.err" ||
+        { echo "export exited $?: $(cat "$WORK/$t-eq.err")"; return 1; }
+    app_psql -c "COPY (SELECT id, v FROM public.$t ORDER BY id) TO STDOUT WITH (FORMAT csv, HEADER)" >"$WORK/$t-eq.src"
+    cmp -s "$WORK/$t-eq.csv" "$WORK/$t-eq.src" ||
+        { echo "replica/source differ: $(diff "$WORK/$t-eq.csv" "$WORK/$t-eq.src" | head -n 5 | tr '\n' ' ')"; return 1; }
+    echo "$(($(wc -l <"$WORK/$t-eq.src") - 1)) rows equal"
 }
 
 # recreated_noticed LOG: the ingest said the topic was created again.
@@ -1921,6 +1926,47 @@ scenario12() {
     "$CONN" delete e2e12 >>"$WORK/connector.log" 2>&1
 }
 
+# rp_updates N: N rounds of updates of a seventh of public.rp, 0.2 s apart.
+rp_updates() {
+    local i
+    for ((i = 1; i <= $1; i++)); do
+        app_psql -c "UPDATE public.rp SET v = v + 1 WHERE id % 7 = $((i % 7))" || return 1
+        sleep 0.2
+    done
+}
+
+scenario13() {
+    [[ -n $MAIN_PID ]] && main_ingest_stop >/dev/null
+    local -a E2E_TABLES=(rp) E2E_DECIMALS=()
+    local p=e2e13_$RUN g=e2e13-$RUN r=$WORK/replica-13 ing upd
+    e2e_log "scenario 13: partitions added to the topic while the ingest runs"
+    check "13 setup: source reset, public.rp (200 rows), topic created with 1 partition" \
+        eval 'reset_source && app_psql -c "CREATE TABLE public.rp (id int PRIMARY KEY, v int);
+            ALTER TABLE public.rp OWNER TO shop_owners;
+            INSERT INTO public.rp SELECT g, 0 FROM generate_series(1, 200) g" && create_topics 1 "$p"' || return 1
+    # the consumer and Debezium's producer see a new partition count within seconds
+    printf 'topic.metadata.refresh.interval.ms=2000\n' >"$WORK/kafka-13.properties"
+    start_ingest ing "$r" "$g" "$WORK/ingest-13.log" "" "$p" --kafka-config "$WORK/kafka-13.properties"
+    check "13 connector registered (its producer's metadata max age 3 s), snapshot done, streaming" eval '
+        E2E_CONNECTOR_OPTS="${E2E_CONNECTOR_OPTS:-} table.include.list=public.rp producer.override.metadata.max.age.ms=3000" \
+            register_connector e2e13 "$p" && wait_streaming e2e13 120' || return 1
+    rp_updates 75 >"$WORK/updates-13.log" 2>&1 &
+    upd=$!
+    E2E_PIDS+=("$upd")
+    sleep 3
+    check "13 the topic taken from 1 to 4 partitions while updates stream" "$E2EK" "$KAFKA_BROKERS" add-partitions 4 $(topics "$p")
+    check "13 the updates done" wait "$upd"
+    check "13 drained, every partition (the group's committed offsets reach every high watermark)" \
+        wait_drained e2e13_slot "$g" "$p" 90
+    check "13 ingest stopped by SIGTERM (exit 0)" stop_ingest "$ing"
+    check "13 the replica holds positions in the new partitions" eval '
+        n=$("$CDC" status --db "$r" --json | jq "[.partitions[] | select(.partition > 0)] | length");
+        echo "$n new partitions read"; ((n > 0))'
+    check "13 replica equals the source" rt_equal "$r" rp
+    check "13 reconcile: replica equals source" reconcile_all "$r" 13
+    "$CONN" delete e2e13 >>"$WORK/connector.log" 2>&1
+}
+
 # ---- Main ---------------------------------------------------------------------
 
 e2e_log "work directory $WORK"
@@ -1936,7 +1982,7 @@ ok "stack up: PostgreSQL $PGHOST:$PGPORT, Kafka $KAFKA_BROKERS, Connect $CONNECT
 # Topics of earlier runs (a stack kept with E2E_KEEP_STACK=1).
 "$E2EK" "$KAFKA_BROKERS" delete-topics e2e >/dev/null 2>&1
 
-for s in 1 2 3 4 5 6 7 8 9 10 11 12; do
+for s in 1 2 3 4 5 6 7 8 9 10 11 12 13; do
     if runs "$s"; then
         t0=$SECONDS
         "scenario$s"
