@@ -1959,6 +1959,8 @@ scenario13() {
     check "13 drained, every partition (the group's committed offsets reach every high watermark)" \
         wait_drained e2e13_slot "$g" "$p" 90
     check "13 ingest stopped by SIGTERM (exit 0)" stop_ingest "$ing"
+    check "13 the ingest saw the new partition count and joined its group again" \
+        grep -q "partition count changed: joining the group again" "$WORK/ingest-13.log"
     check "13 the replica holds positions in the new partitions" eval '
         n=$("$CDC" status --db "$r" --json | jq "[.partitions[] | select(.partition > 0)] | length");
         echo "$n new partitions read"; ((n > 0))'
