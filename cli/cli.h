@@ -100,6 +100,11 @@ void cli_write_escaped(FILE *f, const char *s, size_t n);
 /* Formats, escapes the whole and writes it to f as one line (newline
  * added) in one write. */
 void cli_printf_escaped(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A line to stderr at a level ("info", "warn", "error"): escaped text, or
+ * with --log-format json one JSON object, as the logs (cli_log).
+ * cli_printf_escaped(stderr, ...) is cli_note at "error", or "warn" when
+ * the text says "warning". */
+void cli_note(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The word for a count: one when n is 1, else many ("1 tombstone",
  * "0 tombstones"): every count the command prints in a sentence. */

@@ -709,8 +709,8 @@ int cmd_doctor(int argc, char **argv)
     if (d.json) print_json(&d, worst);
     else print_text(&d);
     fflush(stdout);
-    fprintf(stderr, "cdcstore doctor: %s: %zu %s, %zu OK, %zu WARN, %zu FAIL\n", level_name[worst], d.n,
-            cli_plural(d.n, "check", "checks"), count[0], count[1], count[2]);
+    cli_note(worst == 2 ? "error" : worst == 1 ? "warn" : "info", "cdcstore doctor: %s: %zu %s, %zu OK, %zu WARN, %zu FAIL",
+             level_name[worst], d.n, cli_plural(d.n, "check", "checks"), count[0], count[1], count[2]);
     for (size_t i = 0; i < d.n; i++) {
         free(d.c[i].subject);
         free(d.c[i].text);

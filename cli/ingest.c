@@ -267,9 +267,9 @@ int cmd_ingest(int argc, char **argv)
         snprintf(latency, sizeof latency, "p50 %lld ms, p99 %lld ms, max %lld ms over %llu %s",
                  (long long)s.latency_p50_ms, (long long)s.latency_p99_ms, (long long)s.latency_max_ms,
                  (unsigned long long)s.latency_samples, cli_plural(s.latency_samples, "change", "changes"));
-    fprintf(stderr,
+    cli_note("info",
             "cdcstore ingest: %llu %s in %llu %s: %llu applied, %llu stale, %llu duplicate, %llu %s, %llu %s; "
-            "end-to-end latency of streamed changes (snapshot reads not counted): %s\n",
+            "end-to-end latency of streamed changes (snapshot reads not counted): %s",
             (unsigned long long)s.total.read, cli_plural(s.total.read, "record", "records"),
             (unsigned long long)s.batches, cli_plural(s.batches, "batch", "batches"),
             (unsigned long long)s.total.applied, (unsigned long long)s.total.stale,

@@ -360,7 +360,7 @@ static int cmd_apply(int argc, char **argv)
         }
     }
     if (status == EXIT_OK && stop_flag) { /* stopped between two files, or waiting for input */
-        if (i < argc) fprintf(stderr, "cdcstore apply: interrupted: the files before the %s are applied\n", argv[i]);
+        if (i < argc) cli_note("warn", "cdcstore apply: interrupted: the files before the %s are applied", argv[i]);
         status = 128 + (stop_signal ? stop_signal : SIGTERM);
     }
     if (pg.tty) fputc('\n', stderr);
@@ -369,9 +369,9 @@ static int cmd_apply(int argc, char **argv)
     /* A run that failed before it read a record has no figures to give:
      * the error said what happened. */
     if (!quiet && !(nothing && status != EXIT_OK))
-        fprintf(stderr,
+        cli_note(stop_flag ? "warn" : "info",
                 "cdcstore apply: %llu %s in %.2f s (%.0f records/s): %llu applied, %llu stale, "
-                "%llu duplicate, %llu %s, %llu %s%s%s\n",
+                "%llu duplicate, %llu %s, %llu %s%s%s",
                 (unsigned long long)all.read, cli_plural(all.read, "record", "records"), secs,
                 all.read / (secs + 1e-9), (unsigned long long)all.applied, (unsigned long long)all.stale,
                 (unsigned long long)all.duplicate, (unsigned long long)all.tombstones,
@@ -973,7 +973,7 @@ static int cmd_dlq(int argc, char **argv)
     cdc_dlq_close(it);
     cdc_store_close(st);
     if (rc < 0) return cli_fail(&e, rc);
-    if (!json) fprintf(stderr, "%d %s\n", count, cli_plural((uint64_t)count, "dead letter", "dead letters"));
+    if (!json) cli_note("info", "%d %s", count, cli_plural((uint64_t)count, "dead letter", "dead letters"));
     return EXIT_OK;
 }
 
@@ -1035,14 +1035,15 @@ static int cmd_gc(int argc, char **argv)
     int rc = cdc_store_purge(st, table, &o, &res, &e);
     cdc_store_close(st);
     if (rc) return cli_fail(&e, rc);
-    fprintf(stderr, "cdcstore gc: %llu %s removed", (unsigned long long)res.purged,
-            cli_plural(res.purged, "tombstone", "tombstones"));
-    if (res.horizon_lsn) fprintf(stderr, " below LSN %llu", (unsigned long long)res.horizon_lsn);
+    char where[96];
+    if (res.horizon_lsn) snprintf(where, sizeof where, " below LSN %llu", (unsigned long long)res.horizon_lsn);
     else if (h && !age)
-        fprintf(stderr, " below LSN %llu (the horizon already stood there)", (unsigned long long)o.horizon_lsn);
-    else fputs(" (no table's horizon rose: no tombstone old enough)", stderr);
-    fprintf(stderr, "; table files: %llu bytes before, %llu after\n", (unsigned long long)res.sst_bytes_before,
-            (unsigned long long)res.sst_bytes_after);
+        snprintf(where, sizeof where, " below LSN %llu (the horizon already stood there)",
+                 (unsigned long long)o.horizon_lsn);
+    else snprintf(where, sizeof where, " (no table's horizon rose: no tombstone old enough)");
+    cli_note("info", "cdcstore gc: %llu %s removed%s; table files: %llu bytes before, %llu after",
+             (unsigned long long)res.purged, cli_plural(res.purged, "tombstone", "tombstones"), where,
+             (unsigned long long)res.sst_bytes_before, (unsigned long long)res.sst_bytes_after);
     return EXIT_OK;
 }
 
@@ -1099,7 +1100,7 @@ static int cmd_resume(int argc, char **argv)
     if (!rc) rc = cdc_store_resume_table(st, table, &e);
     cdc_store_close(st);
     if (rc) return cli_fail(&e, rc);
-    fprintf(stderr, "cdcstore resume: %s %s\n", table, was ? "resumed" : "was not stopped");
+    cli_note("info", "cdcstore resume: %s %s", table, was ? "resumed" : "was not stopped");
     return EXIT_OK;
 }
 

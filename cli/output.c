@@ -44,6 +44,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -165,6 +166,35 @@ void cli_write_escaped(FILE *f, const char *s, size_t n)
     free(e);
 }
 
+/* One line of text to f; to stderr with --log-format json, a JSON object
+ * {"ts", "level", "facility": "cli", "msg"} (level NULL: "warn" when the
+ * text says "warning" or is about dead letters, else "error"). */
+static void put_line(FILE *f, const char *level, char *raw, int n)
+{
+    if (cli_log_json && f == stderr) {
+        if (!level) level = strstr(raw, "warning") || strstr(raw, "dead letter") ? "warn" : "error";
+        char *j = NULL;
+        size_t jn = 0;
+        FILE *m = open_memstream(&j, &jn);
+        if (m) {
+            fprintf(m, "{\"ts\":%lld,\"level\":\"%s\",\"facility\":\"cli\",\"msg\":", (long long)time(NULL), level);
+            cdc_json_write_string(m, raw, (size_t)n);
+            fputs("}\n", m);
+            fclose(m);
+            fwrite(j, 1, jn, f); /* one write, so that lines of different threads do not mix */
+            free(j);
+            free(raw);
+            return;
+        }
+    }
+    char *e = cli_escape(raw, (size_t)n);
+    size_t len = strlen(e);
+    e[len] = '\n'; /* one write, so that lines of different threads do not mix */
+    fwrite(e, 1, len + 1, f);
+    free(e);
+    free(raw);
+}
+
 void cli_printf_escaped(FILE *f, const char *fmt, ...)
 {
     char *raw = NULL;
@@ -176,12 +206,21 @@ void cli_printf_escaped(FILE *f, const char *fmt, ...)
         fprintf(stderr, "cdcstore: out of memory\n");
         abort();
     }
-    char *e = cli_escape(raw, (size_t)n);
-    size_t len = strlen(e);
-    e[len] = '\n'; /* one write, so that lines of different threads do not mix */
-    fwrite(e, 1, len + 1, f);
-    free(e);
-    free(raw);
+    put_line(f, NULL, raw, n);
+}
+
+void cli_note(const char *level, const char *fmt, ...)
+{
+    char *raw = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&raw, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        fprintf(stderr, "cdcstore: out of memory\n");
+        abort();
+    }
+    put_line(stderr, level, raw, n);
 }
 
 /* ---- Export files ---- */

@@ -253,6 +253,23 @@ run apply --db "$T/other" "$T/other.jsonl"
 check "apply summary: 4 records = 1 applied + 3 other ($(cat "$T/err"))" \
     bash -c "test $rc = 0 && grep -q '4 records in .*: 1 applied, .*, 3 other (heartbeats, transaction records, messages)' '$T/err'"
 
+# ---- --log-format json: every line on stderr is a JSON object ----
+printf '{bad\n' > "$T/bad1.jsonl"
+: > "$T/jlog"
+for args in "apply --db $T/jl $T/bad1.jsonl" "apply --db $T/jl $T/other.jsonl" "apply --db $T/jl $T/missing.jsonl" \
+    "get --db $T/jl --table public.t [1]" "stats --db $T/nosuch" "gc --db $T/jl --horizon-lsn 5" \
+    "resume --db $T/jl --table public.t" "dlq list --db $T/jl"; do
+  # shellcheck disable=SC2086
+  "$BIN" --log-format json $args >/dev/null 2>>"$T/jlog" || true
+done
+check "--log-format json: $(wc -l <"$T/jlog") lines on stderr, each a JSON object with ts, level, msg" \
+    python3 -c "
+import json, sys
+lines = open('$T/jlog').read().splitlines()
+bad = [l for l in lines if not (l.startswith('{') and all(k in json.loads(l) for k in ('ts', 'level', 'msg')))]
+levels = {json.loads(l)['level'] for l in lines if l.startswith('{')}
+sys.exit(1 if bad or len(lines) < 8 or not {'info', 'warn', 'error'} <= levels else 0)"
+
 # ---- singular and plural ----
 run apply --db "$T/p" "$EVENTS"
 check "apply summary: 1 tombstone, 0 dead letters ($(cat "$T/err"))" \
