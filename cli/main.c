@@ -915,8 +915,10 @@ static int cmd_dlq(int argc, char **argv)
     const char *usage = "usage: cdcstore dlq list --db DIR [--json]\n"
                         "Lists the dead letters: id, reason, source position, and the record.\n";
     if (argc < 2 || strcmp(argv[1], "list")) {
-        fputs(usage, argc >= 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
-        return argc >= 2 && !strcmp(argv[1], "--help") ? EXIT_OK : EXIT_USAGE;
+        int help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+        if (argc >= 2 && !help) cli_printf_escaped(stderr, "cdcstore dlq: unknown subcommand %s", argv[1]);
+        fputs(usage, help ? stdout : stderr);
+        return help ? EXIT_OK : EXIT_USAGE;
     }
     argc--;
     argv++;
@@ -1144,8 +1146,12 @@ int main(int argc, char **argv)
     atexit(check_stdout);
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
-        if (!strcmp(argv[i], "--log-format") && i + 1 < argc) {
-            const char *f = argv[++i];
+        if (!strcmp(argv[i], "--log-format") || !strncmp(argv[i], "--log-format=", 13)) {
+            if (argv[i][12] != '=' && i + 1 >= argc) {
+                fprintf(stderr, "cdcstore: --log-format needs a value: text or json\n");
+                return EXIT_USAGE;
+            }
+            const char *f = argv[i][12] == '=' ? argv[i] + 13 : argv[++i];
             if (strcmp(f, "text") && strcmp(f, "json")) {
                 cli_printf_escaped(stderr, "cdcstore: --log-format %s: expected text or json", f);
                 return EXIT_USAGE;

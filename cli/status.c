@@ -160,8 +160,8 @@ static void print_table_text(const char *name, const cdc_stats_t *s, const char 
                (unsigned long long)s->newest_lsn, (double)(now - (int64_t)s->newest_ts_ms) / 1e3);
     else
         printf("  newest change        unknown (no change applied by this build yet)\n");
-    printf("  rows                 %llu live, %llu tombstones kept (%llu purged)\n",
-           (unsigned long long)s->rows_live, (unsigned long long)s->rows_deleted,
+    printf("  rows                 %llu live, %llu %s kept (%llu purged)\n", (unsigned long long)s->rows_live,
+           (unsigned long long)s->rows_deleted, cli_plural(s->rows_deleted, "tombstone", "tombstones"),
            (unsigned long long)s->tombstones_purged);
     printf("  events               %llu read: %llu applied, %llu stale, %llu duplicate, %llu Kafka tombstones, "
            "%llu dead letters\n",
