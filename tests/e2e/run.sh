@@ -427,7 +427,7 @@ kill_main() {
 check_in_flight() {
     local i out='' pos end
     for i in 0 1 2; do
-        pos=$(sed -n "s/.*assigned $P.public.orders\[0\]: from offset [0-9]* (stored position \([0-9]*\)).*/\1/p" \
+        pos=$(sed -n "s/.*assigned $P.public.orders\[0\]: from offset [0-9]* (stored position \([0-9]*\)[,)].*/\1/p" \
             "$WORK/ingest-main-$((KILL_FIRST + i + 1)).log" | head -n 1)
         end=${KILL_ENDS[$i]}
         if [[ -z $pos ]] || ((end <= pos + 1)); then
