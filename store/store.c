@@ -98,6 +98,7 @@
 #include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <linux/magic.h>
 
@@ -1082,10 +1083,48 @@ static int on_tmpfs(const char *dir)
  * cdc_store_open). */
 #define READER_OPEN_TRIES 8
 
-/* Whether another process holds dir's LOCK: a writer runs (RocksDB locks
- * the file with fcntl; F_GETLK asks without taking it). */
+/* The replicas this process has open for writing (their real paths), so
+ * that a reader opened beside one of them knows it without touching LOCK:
+ * fcntl locks belong to the process, and closing any descriptor of the
+ * file would drop the writer's lock (a second writer could then open). */
+static pthread_mutex_t writers_mu = PTHREAD_MUTEX_INITIALIZER;
+static char **writers;
+static size_t nwriters;
+
+static void writers_note(const char *dir, int add)
+{
+    char *rp = realpath(dir, NULL);
+    if (!rp) return;
+    pthread_mutex_lock(&writers_mu);
+    if (add) {
+        writers = cdc__realloc(writers, (nwriters + 1) * sizeof *writers);
+        writers[nwriters++] = rp;
+        rp = NULL;
+    } else {
+        for (size_t i = 0; i < nwriters; i++)
+            if (!strcmp(writers[i], rp)) {
+                free(writers[i]);
+                writers[i] = writers[--nwriters];
+                break;
+            }
+    }
+    pthread_mutex_unlock(&writers_mu);
+    free(rp);
+}
+
+/* Whether a writer has dir open: one of this process (writers_note), or
+ * another process holding dir's LOCK (RocksDB locks the file with fcntl;
+ * F_GETLK asks without taking it, and the descriptor opened for it is
+ * closed only when this process holds no lock there). */
 static int writer_holds_lock(const char *dir)
 {
+    char *rp = realpath(dir, NULL);
+    int mine = 0;
+    pthread_mutex_lock(&writers_mu);
+    for (size_t i = 0; rp && i < nwriters && !mine; i++) mine = !strcmp(writers[i], rp);
+    pthread_mutex_unlock(&writers_mu);
+    free(rp);
+    if (mine) return 1;
     char path[4096];
     snprintf(path, sizeof path, "%s/LOCK", dir);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -1325,6 +1364,8 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
     st->dlq_cf = h[2];
     st->rows_cf = nfixed > 3 ? h[3] : NULL;
     if (!o->read_only) {
+        writers_note(dir, 1);
+        st->noted_writer = 1;
         rocksdb_put_cf(st->db, st->wo, st->meta_cf, "F", 1, META_FORMAT, 1, &e);
         if (e) {
             rc = cdc__err(err, CDC_EIO, "%s: cannot write: %s", dir, e);
@@ -1419,6 +1460,7 @@ void cdc_store_close(cdc_store_t *st)
     if (st->rows_cf) rocksdb_column_family_handle_destroy(st->rows_cf);
     if (st->default_cf) rocksdb_column_family_handle_destroy(st->default_cf);
     if (st->db) rocksdb_close(st->db);
+    if (st->noted_writer) writers_note(st->dir, 0);
     if (st->ro) rocksdb_readoptions_destroy(st->ro);
     if (st->wo) rocksdb_writeoptions_destroy(st->wo);
     if (st->wo_sync) rocksdb_writeoptions_destroy(st->wo_sync);

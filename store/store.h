@@ -218,6 +218,7 @@ struct cdc_store {
                                           * value bytes (cdc__size_rows_buffer) */
     int rows_sized;                      /* "rows" got its write buffer size this session */
     int read_only;
+    int noted_writer; /* in store.c's list of this process's writers (writer_holds_lock) */
     uint64_t min_free;                   /* bytes that must stay free (cdc_open_options_t) */
     int broken;                          /* a write failed: in-memory state is not trusted */
     cdc__purge *purge;                   /* the compaction filter's rules and counts (gc.c) */

@@ -2703,6 +2703,39 @@ Test(apply, positions_keep_the_fingerprint_of_their_record_and_can_be_forgotten)
     free(dir);
 }
 
+/* A reader opened in the process that writes the replica (a library user
+ * running ingest and reconcile together) leaves the writer's LOCK held:
+ * fcntl locks belong to the process, and closing a descriptor of LOCK
+ * dropped them (a second writer could then open the replica). */
+Test(apply, a_reader_in_the_writers_process_keeps_the_writers_lock)
+{
+    char *dir = tu_tmpdir();
+    cdc_store_t *w = tu_open(dir), *r = NULL;
+    char *e1 = tu_env("c", NULL, "{\"id\":1}", 10, NULL);
+    cdc_record_t rec = tu_rec("l.public.t", 0, 0, "{\"id\":1}", e1);
+    tu_apply(w, &rec, 1);
+    cdc_open_options_t ro = {.read_only = 1};
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_open(dir, &ro, &r, &e), 0, "%s", e.msg);
+    cdc_store_close(r);
+    char lockpath[600];
+    snprintf(lockpath, sizeof lockpath, "%s/LOCK", dir);
+    pid_t child = fork();
+    cr_assert(child >= 0);
+    if (child == 0) { /* another process: is LOCK still held? */
+        int fd = open(lockpath, O_RDWR);
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+        _exit(fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the writer's lock is still held after the reader closed");
+    cdc_store_close(w);
+    free(e1);
+    tu_rmrf(dir);
+    free(dir);
+}
+
 /* Exact keys end to end: 2^53 and 2^53 + 1 are two rows; and a delete
  * whose before image holds a value that does not decode still deletes. */
 Test(apply, exact_keys_and_undecodable_before_images)
