@@ -31,10 +31,17 @@ void cli_log(void *opaque, int level, const char *facility, const char *msg)
     const char *lv = level <= CDC_LOG_ERROR ? "error" : level == CDC_LOG_WARN ? "warn"
                      : level == CDC_LOG_INFO ? "info" : "debug";
     if (cli_log_json) {
-        fprintf(stderr, "{\"ts\":%lld,\"level\":\"%s\",\"facility\":\"%s\",\"msg\":", (long long)time(NULL), lv,
-                facility);
-        cdc_json_write_string(stderr, msg, strlen(msg));
-        fputs("}\n", stderr);
+        /* built whole, then one write: lines of different threads do not mix */
+        char *j = NULL;
+        size_t jn = 0;
+        FILE *m = open_memstream(&j, &jn);
+        if (!m) return;
+        fprintf(m, "{\"ts\":%lld,\"level\":\"%s\",\"facility\":\"%s\",\"msg\":", (long long)time(NULL), lv, facility);
+        cdc_json_write_string(m, msg, strlen(msg));
+        fputs("}\n", m);
+        fclose(m);
+        fwrite(j, 1, jn, stderr);
+        free(j);
     } else {
         /* Messages carry table names, keys and values from the records. */
         cli_printf_escaped(stderr, "cdcstore: %s: %s: %s", lv, facility, msg);
@@ -76,7 +83,7 @@ int cli_remove_new_replica(cdc_store_t *st, const char *db)
     /* Only what RocksDB made there since cli_open found no DIR: nftw does
      * not follow symbolic links (FTW_PHYS) nor leave the filesystem. */
     if (!empty || nftw(db, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT)) return 0;
-    cli_printf_escaped(stderr, "cdcstore: nothing was applied: %s, created by this run, is removed again", db);
+    cli_note("info", "cdcstore: nothing was applied: %s, created by this run, is removed again", db);
     return 1;
 }
 
@@ -100,6 +107,24 @@ int cli_fail(const cdc_error_t *e, int rc)
  * with st NULL only checks their form (and the scale), so that a command can
  * refuse them before it creates a replica.  Returns 0, or an exit status
  * after printing the error. */
+/* A declaration's value in one spelling, to compare two: "numeric:2" for
+ * --decimal C=2, --decimal C=02 and --column-type C=numeric:2; the
+ * aliases of a type as the type. */
+static void declared_as(const char *value, int is_decimal, char *out, size_t n)
+{
+    char *end;
+    if (is_decimal || !strncmp(value, "numeric:", 8) || !strncmp(value, "decimal:", 8)) {
+        long sc = strtol(is_decimal ? value : value + 8, &end, 10);
+        if (!*end) {
+            snprintf(out, n, "numeric:%ld", sc);
+            return;
+        }
+    }
+    if (!strcmp(value, "timestamp-us")) value = "timestamp";
+    else if (!strcmp(value, "time-us")) value = "time";
+    snprintf(out, n, "%s", value);
+}
+
 int cli_declare_columns(cdc_store_t *st, const char *cmd, char **decimals, size_t nd, char **types, size_t nt)
 {
     cdc_error_t e = {0};
@@ -122,8 +147,10 @@ int cli_declare_columns(cdc_store_t *st, const char *cmd, char **decimals, size_
         for (size_t j = 0; !st && j < i; j++) {
             const char *o = j < nd ? decimals[j] : types[j - nd];
             const char *oeq = strrchr(o, '=');
-            if ((size_t)(oeq - o) == (size_t)(eq - spec) && !memcmp(o, spec, (size_t)(eq - spec)) &&
-                ((j < nd) != is_decimal || strcmp(oeq, eq))) {
+            char a[64], b[64];
+            declared_as(oeq + 1, j < nd, a, sizeof a);
+            declared_as(eq + 1, is_decimal, b, sizeof b);
+            if ((size_t)(oeq - o) == (size_t)(eq - spec) && !memcmp(o, spec, (size_t)(eq - spec)) && strcmp(a, b)) {
                 cli_printf_escaped(stderr, "cdcstore %s: column %.*s declared twice, differently (%s and %s)", cmd,
                                    (int)(eq - spec), spec, o, spec);
                 return EXIT_USAGE;
@@ -726,7 +753,7 @@ static int cmd_export(int argc, char **argv)
         cdc_error_t e = {0};
         static const char *const ext[] = {".csv", ".ndjson", ".parquet"};
         if (mkdir(output, 0755) && errno != EEXIST) {
-            fprintf(stderr, "cdcstore export: %s: %s\n", output, strerror(errno));
+            cli_printf_escaped(stderr, "cdcstore export: %s: %s", output, strerror(errno));
             r = EXIT_ERR;
         } else if ((r = cdc_store_tables(st, &tables, &n, &e))) {
             r = cli_fail(&e, r);
@@ -1026,7 +1053,7 @@ static int cmd_gc(int argc, char **argv)
     if (h && cli_parse_lsn("gc", "--horizon-lsn", h, &o.horizon_lsn)) return EXIT_USAGE;
     if (age && cli_parse_duration("gc", "--older-than", age, &o.older_than_ms)) return EXIT_USAGE;
     if (h && !o.horizon_lsn) { /* with --older-than too: the lower horizon, 0 */
-        fputs("cdcstore gc: nothing lies below LSN 0: 0 tombstones removed\n", stderr);
+        cli_note("info", "cdcstore gc: nothing lies below LSN 0: 0 tombstones removed");
         return EXIT_OK;
     }
     cdc_store_t *st;

@@ -240,7 +240,7 @@ int cmd_reconcile(int argc, char **argv)
      * present on one side only are counted apart, as they are printed
      * (missing-column / extra-column).  A suspected difference that was gone
      * when both sides were read again was a change still in flight. */
-    cli_printf_escaped(stderr,
+    cli_note("info",
                        "cdcstore reconcile: %s: %llu %s in the replica, %llu in the source as of LSN %X/%X; "
                        "%llu %s compared, %llu differed, %llu %s read back; rows: %llu missing, %llu extra, "
                        "%llu different; %llu %s on one side only; %llu suspected %s gone when read again "
@@ -262,7 +262,7 @@ int cmd_reconcile(int argc, char **argv)
         if (cdc_store_open(db, &oo, &st, NULL) == 0) {
             if (cdc_store_unknown_columns(st, table, &cols, &n, NULL) == 0) {
                 for (size_t i = 0; i < n; i++)
-                    cli_printf_escaped(stderr,
+                    cli_note("info",
                                        "cdcstore reconcile: note: column %s appeared at the source after rows of "
                                        "the replica were written, and no schema gave its default (or a rename made "
                                        "it): those rows hold "

@@ -169,7 +169,8 @@ struct cdc_kafka {
     uint64_t errors_since_ok;
 
     int closing;
-    int reassigned;          /* restart_from_beginning gave the assignment again */
+    int reassigned;          /* restart_from_beginning gave the whole assignment again */
+    kpart *reassigned_part;  /* ... or this partition's alone (cooperative) */
     int64_t resubscribe_at;  /* when to join the group again (a partition count changed); 0: not */
     int fatal;
     char fatal_msg[1100];
@@ -1091,7 +1092,12 @@ static int restart_from_beginning(cdc_kafka_t *k, kpart *p, cdc_error_t *err)
         }
         if (l) rd_kafka_topic_partition_list_destroy(l);
     }
-    k->reassigned = 1; /* the messages taken with this one are dropped: fetched again */
+    /* The messages taken with this one are dropped: fetched again.  With
+     * the eager protocol every partition was assigned again (at its
+     * position); with the cooperative one p alone was, and the others'
+     * messages are not fetched again: only p's are dropped. */
+    if (!strcmp(rd_kafka_rebalance_protocol(k->rk), "COOPERATIVE")) k->reassigned_part = p;
+    else k->reassigned = 1;
     if (kerr || rerr) {
         kfatal(k, "%s[%d]: starting from the beginning again failed: %s", p->topic, (int)p->partition,
                kerr ? rd_kafka_error_string(kerr) : rd_kafka_err2str(rerr));
@@ -1112,9 +1118,12 @@ static int topic_recreated(cdc_kafka_t *k, kpart *p, const char *why)
          "records now; the replica forgets its position there and reads the partition from its beginning",
          p->topic, (int)p->partition, why);
     p->verify_at = -1;
-    p->run_next = -1;
-    int rc = cdc_store_position_forget(k->st, p->topic, p->partition, &e);
+    /* what was consumed is applied first, the old topic's records with the
+     * marks they were read with */
+    int rc = flush(k, &e);
     if (rc) return kfatal(k, "%s", e.msg), 0;
+    p->run_next = -1;
+    if (cdc_store_position_forget(k->st, p->topic, p->partition, &e)) return kfatal(k, "%s", e.msg), 0;
     return restart_from_beginning(k, p, &e) ? (kfatal(k, "%s", e.msg), 0) : 0;
 }
 
@@ -1128,6 +1137,15 @@ static int verify_position(cdc_kafka_t *k, kpart *p, rd_kafka_message_t *m, cdc_
 {
     int64_t at = p->verify_at;
     p->verify_at = -1;
+    if (m->offset < at) {
+        /* the position is past the topic's end and the consumer was reset
+         * to its beginning (auto.offset.reset=earliest): a shorter topic */
+        char why[160];
+        snprintf(why, sizeof why, "the topic's first record is at offset %lld, below the replica's position %lld",
+                 (long long)m->offset, (long long)at);
+        rd_kafka_message_destroy(m);
+        return topic_recreated(k, p, why);
+    }
     if (m->offset != at) return 1;
     uint64_t fp = cdc_record_fingerprint(m->key, m->key ? m->key_len : 0, m->payload, m->payload ? m->len : 0);
     rd_kafka_message_destroy(m);
@@ -1298,10 +1316,14 @@ int cdc_kafka_run(cdc_kafka_t *k, cdc_error_t *err)
             got = 1;
         }
         for (ssize_t i = 0; i < got; i++) {
-            if (!rc && !k->fatal && !k->reassigned) rc = take(k, ms[i], err);
+            const kpart *rp = k->reassigned_part;
+            if (!rc && !k->fatal && !k->reassigned &&
+                !(rp && ms[i]->partition == rp->partition && ms[i]->rkt && !strcmp(rd_kafka_topic_name(ms[i]->rkt), rp->topic)))
+                rc = take(k, ms[i], err);
             else rd_kafka_message_destroy(ms[i]); /* after a reassignment: fetched again */
         }
         k->reassigned = 0;
+        k->reassigned_part = NULL;
         if (rc) break;
     }
     info_line(k, 1);

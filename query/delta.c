@@ -401,12 +401,14 @@ static int dlog_commit(dlog *l, const char *path, const char *text, size_t len, 
                         l->f[i] = l->f[--l->n];
                         break;
                     }
+        } else if (eol > p) {
+            changes++; /* any other action (txn, domainMetadata, cdc, one of a later protocol) */
         }
         p = eol + 1;
     }
-    /* Another writer's commit that changes no file, schema or protocol
-     * (VACUUM's "VACUUM START" and "VACUUM END", which hold a commitInfo
-     * alone) leaves the table as cdcstore wrote it: refreshes go on. */
+    /* Another writer's commit that holds a commitInfo alone (VACUUM's
+     * "VACUUM START" and "VACUUM END") leaves the table as cdcstore wrote
+     * it: refreshes go on.  Any other action of another writer is a change. */
     if (!rc && !ours && changes)
         rc = cdc__err(err, CDC_EINVAL,
                       "%s: a commit cdcstore did not write: the table was changed by another writer; export to "

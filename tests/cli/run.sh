@@ -214,6 +214,11 @@ check "declarations: another type for the column is refused (exit $rc)" \
 run apply --db "$T/decl2" --decimal public.orders.amount=2 --decimal public.orders.amount=3 "$EVENTS"
 check "declarations: a column declared twice differently in one command: usage error, no replica (exit $rc)" \
     bash -c "test $rc = 2 && grep -q 'declared twice, differently' '$T/err' && test ! -e '$T/decl2'"
+run apply --db "$T/decl3" --quiet --decimal public.orders.amount=2 --column-type public.orders.amount=numeric:2 \
+    --decimal public.orders.amount=02 --column-type public.orders.created_at=timestamp \
+    --column-type public.orders.created_at=timestamp-us "$EVENTS"
+check "declarations: one meaning spelt several ways in one command is accepted (exit $rc)" \
+    bash -c "test $rc = 3 && ! grep -q 'declared twice' '$T/err'"
 run apply --db "$T/decl2" --column-type public.orders=date "$EVENTS"
 check "declarations: SCHEMA.TABLE without a column is a usage error (exit $rc)" \
     bash -c "test $rc = 2 && grep -q 'expected SCHEMA.TABLE.COLUMN=TYPE' '$T/err'"

@@ -850,6 +850,30 @@ Test(kafka, a_topic_created_again_is_read_from_its_beginning)
     s = live(st, &o4, &c4, 30000);
     cr_expect(!strstr(c4.log, "created again"), "%s", c4.log);
     cr_expect_eq(s.total.read, 1, "only the new record: %llu", (unsigned long long)s.total.read);
+    mock_stop(&m);
+
+    /* shorter again, with auto.offset.reset=earliest (the consumer resets
+     * to the beginning instead of failing): the first record comes from
+     * below the position */
+    mock_start(&m, TOPIC, 1);
+    produce_orders(&m, 400, 3, 8000);
+    run_ctx c5;
+    ctx_init(&c5, st, TOPIC, 1);
+    c5.until_pos = 2;
+    cdc_kafka_options_t o5 = kopts(&c5, &m, "g-recreated", 100, 50);
+    cdc_kafka_property_t props5[8];
+    memcpy(props5, o5.properties, o5.nproperties * sizeof *props5);
+    props5[o5.nproperties] = (cdc_kafka_property_t){"auto.offset.reset", "earliest"};
+    o5.properties = props5;
+    o5.nproperties++;
+    s = live(st, &o5, &c5, 30000);
+    cr_assert_not_null(strstr(c5.log, "the topic's first record is at offset 0, below the replica's position 5"), "%s",
+                       c5.log);
+    cr_expect_eq(position(st, TOPIC, 0), 2);
+    csv = tu_export(st, TABLE, 0);
+    cr_expect(strstr(csv, "\n402,new,1.00\n") != NULL, "%s", csv);
+    free(csv);
+    ctx_free(&c5);
     cdc_store_close(st);
     tu_rmrf(dir);
     free(dir);
