@@ -170,7 +170,8 @@ struct cdc_kafka {
 
     int closing;
     int reassigned;          /* restart_from_beginning gave the whole assignment again */
-    kpart *reassigned_part;  /* ... or this partition's alone (cooperative) */
+    const char *reassigned_topic; /* ... or this partition's alone (cooperative; the kpart's topic, */
+    int32_t reassigned_partition; /* which stays where it is when k->parts grows) */
     int64_t resubscribe_at;  /* when to join the group again (a partition count changed); 0: not */
     int fatal;
     char fatal_msg[1100];
@@ -1096,8 +1097,12 @@ static int restart_from_beginning(cdc_kafka_t *k, kpart *p, cdc_error_t *err)
      * the eager protocol every partition was assigned again (at its
      * position); with the cooperative one p alone was, and the others'
      * messages are not fetched again: only p's are dropped. */
-    if (!strcmp(rd_kafka_rebalance_protocol(k->rk), "COOPERATIVE")) k->reassigned_part = p;
-    else k->reassigned = 1;
+    if (!strcmp(rd_kafka_rebalance_protocol(k->rk), "COOPERATIVE")) {
+        k->reassigned_topic = p->topic;
+        k->reassigned_partition = p->partition;
+    } else {
+        k->reassigned = 1;
+    }
     if (kerr || rerr) {
         kfatal(k, "%s[%d]: starting from the beginning again failed: %s", p->topic, (int)p->partition,
                kerr ? rd_kafka_error_string(kerr) : rd_kafka_err2str(rerr));
@@ -1316,14 +1321,15 @@ int cdc_kafka_run(cdc_kafka_t *k, cdc_error_t *err)
             got = 1;
         }
         for (ssize_t i = 0; i < got; i++) {
-            const kpart *rp = k->reassigned_part;
+            const char *rt = k->reassigned_topic;
             if (!rc && !k->fatal && !k->reassigned &&
-                !(rp && ms[i]->partition == rp->partition && ms[i]->rkt && !strcmp(rd_kafka_topic_name(ms[i]->rkt), rp->topic)))
+                !(rt && ms[i]->partition == k->reassigned_partition && ms[i]->rkt &&
+                  !strcmp(rd_kafka_topic_name(ms[i]->rkt), rt)))
                 rc = take(k, ms[i], err);
             else rd_kafka_message_destroy(ms[i]); /* after a reassignment: fetched again */
         }
         k->reassigned = 0;
-        k->reassigned_part = NULL;
+        k->reassigned_topic = NULL;
         if (rc) break;
     }
     info_line(k, 1);
