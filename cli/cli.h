@@ -105,6 +105,9 @@ void cli_printf_escaped(FILE *f, const char *fmt, ...) __attribute__((format(pri
  * cli_printf_escaped(stderr, ...) is cli_note at "error", or "warn" when
  * the text says "warning". */
 void cli_note(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* One log line as a JSON object {"ts", "level", "facility", "msg"}, in one
+ * write; -1 (nothing written) when it cannot be built. */
+int cli_json_line(FILE *f, const char *level, const char *facility, const char *msg, size_t n);
 
 /* The word for a count: one when n is 1, else many ("1 tombstone",
  * "0 tombstones"): every count the command prints in a sentence. */

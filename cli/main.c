@@ -31,17 +31,7 @@ void cli_log(void *opaque, int level, const char *facility, const char *msg)
     const char *lv = level <= CDC_LOG_ERROR ? "error" : level == CDC_LOG_WARN ? "warn"
                      : level == CDC_LOG_INFO ? "info" : "debug";
     if (cli_log_json) {
-        /* built whole, then one write: lines of different threads do not mix */
-        char *j = NULL;
-        size_t jn = 0;
-        FILE *m = open_memstream(&j, &jn);
-        if (!m) return;
-        fprintf(m, "{\"ts\":%lld,\"level\":\"%s\",\"facility\":\"%s\",\"msg\":", (long long)time(NULL), lv, facility);
-        cdc_json_write_string(m, msg, strlen(msg));
-        fputs("}\n", m);
-        fclose(m);
-        fwrite(j, 1, jn, stderr);
-        free(j);
+        cli_json_line(stderr, lv, facility, msg, strlen(msg));
     } else {
         /* Messages carry table names, keys and values from the records. */
         cli_printf_escaped(stderr, "cdcstore: %s: %s: %s", lv, facility, msg);

@@ -169,20 +169,27 @@ void cli_write_escaped(FILE *f, const char *s, size_t n)
 /* One line of text to f; to stderr with --log-format json, a JSON object
  * {"ts", "level", "facility": "cli", "msg"} (level NULL: "warn" when the
  * text says "warning" or is about dead letters, else "error"). */
+int cli_json_line(FILE *f, const char *level, const char *facility, const char *msg, size_t n)
+{
+    char *j = NULL;
+    size_t jn = 0;
+    FILE *m = open_memstream(&j, &jn);
+    if (!m) return -1;
+    fprintf(m, "{\"ts\":%lld,\"level\":\"%s\",\"facility\":\"%s\",\"msg\":", (long long)time(NULL), level,
+            facility);
+    cdc_json_write_string(m, msg, n);
+    fputs("}\n", m);
+    fclose(m);
+    fwrite(j, 1, jn, f); /* one write, so that lines of different threads do not mix */
+    free(j);
+    return 0;
+}
+
 static void put_line(FILE *f, const char *level, char *raw, int n)
 {
     if (cli_log_json && f == stderr) {
         if (!level) level = strstr(raw, "warning") || strstr(raw, "dead letter") ? "warn" : "error";
-        char *j = NULL;
-        size_t jn = 0;
-        FILE *m = open_memstream(&j, &jn);
-        if (m) {
-            fprintf(m, "{\"ts\":%lld,\"level\":\"%s\",\"facility\":\"cli\",\"msg\":", (long long)time(NULL), level);
-            cdc_json_write_string(m, raw, (size_t)n);
-            fputs("}\n", m);
-            fclose(m);
-            fwrite(j, 1, jn, f); /* one write, so that lines of different threads do not mix */
-            free(j);
+        if (cli_json_line(f, level, "cli", raw, (size_t)n) == 0) {
             free(raw);
             return;
         }
@@ -195,32 +202,31 @@ static void put_line(FILE *f, const char *level, char *raw, int n)
     free(raw);
 }
 
-void cli_printf_escaped(FILE *f, const char *fmt, ...)
+static void vput_line(FILE *f, const char *level, const char *fmt, va_list ap)
 {
     char *raw = NULL;
-    va_list ap;
-    va_start(ap, fmt);
     int n = vasprintf(&raw, fmt, ap);
-    va_end(ap);
     if (n < 0) {
         fprintf(stderr, "cdcstore: out of memory\n");
         abort();
     }
-    put_line(f, NULL, raw, n);
+    put_line(f, level, raw, n);
+}
+
+void cli_printf_escaped(FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vput_line(f, NULL, fmt, ap);
+    va_end(ap);
 }
 
 void cli_note(const char *level, const char *fmt, ...)
 {
-    char *raw = NULL;
     va_list ap;
     va_start(ap, fmt);
-    int n = vasprintf(&raw, fmt, ap);
+    vput_line(stderr, level, fmt, ap);
     va_end(ap);
-    if (n < 0) {
-        fprintf(stderr, "cdcstore: out of memory\n");
-        abort();
-    }
-    put_line(stderr, level, raw, n);
 }
 
 /* ---- Export files ---- */

@@ -1686,10 +1686,8 @@ int cdc_store_position(cdc_store_t *st, const char *topic, int32_t partition, in
                        cdc_error_t *err)
 {
     if (!st || !offset) return cdc__err(err, CDC_EINVAL, "cdc_store_position: bad arguments");
-    int found;
-    size_t i = cdc__pos_find(st, topic ? topic : "", partition, &found);
-    *offset = found ? st->pos[i].offset : -1;
-    return 0;
+    uint64_t fp;
+    return cdc_store_position_fingerprint(st, topic, partition, offset, &fp, err);
 }
 
 int cdc_store_positions(cdc_store_t *st, cdc_position_t **out, size_t *n, cdc_error_t *err)

@@ -116,6 +116,28 @@ static int cmd_lag(const char *brokers, const char *group, char **topics, int n)
     return 0;
 }
 
+/* The answer of an admin request on q (the program ends without one). */
+static rd_kafka_event_t *admin_answer(rd_kafka_queue_t *q, const char *what)
+{
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, TIMEOUT_MS * 2);
+    if (!ev) die(what, "no answer");
+    if (rd_kafka_event_error(ev)) die(what, rd_kafka_event_error_string(ev));
+    return ev;
+}
+
+/* Prints each topic's error of an admin request's results; 1 if any. */
+static int topic_errors(const rd_kafka_topic_result_t **res, size_t cnt)
+{
+    int rc = 0;
+    for (size_t i = 0; i < cnt; i++)
+        if (rd_kafka_topic_result_error(res[i])) {
+            fprintf(stderr, "e2e_kafka: %s: %s\n", rd_kafka_topic_result_name(res[i]),
+                    rd_kafka_topic_result_error_string(res[i]));
+            rc = 1;
+        }
+    return rc;
+}
+
 static int cmd_add_partitions(const char *brokers, int total, char **topics, int n)
 {
     char err[512];
@@ -127,19 +149,11 @@ static int cmd_add_partitions(const char *brokers, int total, char **topics, int
     rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATEPARTITIONS);
     rd_kafka_AdminOptions_set_operation_timeout(o, TIMEOUT_MS, err, sizeof err);
     rd_kafka_CreatePartitions(rk, np, (size_t)n, o, q);
-    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, TIMEOUT_MS * 2);
-    if (!ev) die("add partitions", "no answer");
-    if (rd_kafka_event_error(ev)) die("add partitions", rd_kafka_event_error_string(ev));
+    rd_kafka_event_t *ev = admin_answer(q, "add partitions");
     size_t cnt;
     const rd_kafka_topic_result_t **res =
         rd_kafka_CreatePartitions_result_topics(rd_kafka_event_CreatePartitions_result(ev), &cnt);
-    int rc = 0;
-    for (size_t i = 0; i < cnt; i++)
-        if (rd_kafka_topic_result_error(res[i])) {
-            fprintf(stderr, "e2e_kafka: %s: %s\n", rd_kafka_topic_result_name(res[i]),
-                    rd_kafka_topic_result_error_string(res[i]));
-            rc = 1;
-        }
+    int rc = topic_errors(res, cnt);
     rd_kafka_event_destroy(ev);
     rd_kafka_AdminOptions_destroy(o);
     rd_kafka_NewPartitions_destroy_array(np, (size_t)n);
@@ -174,19 +188,11 @@ static int cmd_create(const char *brokers, int parts, char **args, int nargs)
     rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
     rd_kafka_AdminOptions_set_operation_timeout(o, TIMEOUT_MS, err, sizeof err);
     rd_kafka_CreateTopics(rk, nt, (size_t)n, o, q);
-    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, TIMEOUT_MS * 2);
-    if (!ev) die("create topics", "no answer");
-    if (rd_kafka_event_error(ev)) die("create topics", rd_kafka_event_error_string(ev));
+    rd_kafka_event_t *ev = admin_answer(q, "create topics");
     size_t cnt;
     const rd_kafka_topic_result_t **res =
         rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &cnt);
-    int rc = 0;
-    for (size_t i = 0; i < cnt; i++)
-        if (rd_kafka_topic_result_error(res[i])) {
-            fprintf(stderr, "e2e_kafka: %s: %s\n", rd_kafka_topic_result_name(res[i]),
-                    rd_kafka_topic_result_error_string(res[i]));
-            rc = 1;
-        }
+    int rc = topic_errors(res, cnt);
     rd_kafka_event_destroy(ev);
     rd_kafka_AdminOptions_destroy(o);
     rd_kafka_NewTopic_destroy_array(nt, (size_t)n);

@@ -1044,6 +1044,20 @@ Test(changes, text_keys_by_their_first_two_bytes)
     free(dir);
 }
 
+/* n updates of 700 keys of shop.public.orders at offsets and LSNs in
+ * order, their values padded (a write-ahead log of some length); envs are
+ * malloc'd. */
+static void padded_updates(char (*keys)[32], char **envs, cdc_record_t *recs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char after[128];
+        snprintf(keys[i], sizeof keys[i], "{\"id\":%d}", i % 700);
+        snprintf(after, sizeof after, "{\"id\":%d,\"v\":\"value %d padded to make the log longer\"}", i % 700, i);
+        envs[i] = tu_env("u", NULL, after, 1000 + (unsigned long long)i, NULL);
+        recs[i] = tu_rec("shop.public.orders", 0, i, keys[i], envs[i]);
+    }
+}
+
 /* A damaged write-ahead log rolls the replica back: a point it no longer
  * reaches is not known, whatever is applied after. */
 Test(changes, a_rollback_past_a_point_forgets_it)
@@ -1052,13 +1066,7 @@ Test(changes, a_rollback_past_a_point_forgets_it)
     char *dir = tu_tmpdir();
     static char keys[N][32], *envs[N];
     static cdc_record_t recs[N];
-    for (int i = 0; i < N; i++) {
-        char after[128];
-        snprintf(keys[i], sizeof keys[i], "{\"id\":%d}", i % 700);
-        snprintf(after, sizeof after, "{\"id\":%d,\"v\":\"value %d padded to make the log longer\"}", i % 700, i);
-        envs[i] = tu_env("u", NULL, after, 1000 + (unsigned long long)i, NULL);
-        recs[i] = tu_rec("shop.public.orders", 0, i, keys[i], envs[i]);
-    }
+    padded_updates(keys, envs, recs, N);
     cdc_store_t *st = tu_open(dir);
     for (int i = 0; i < N; i += BATCH) tu_apply(st, recs + i, BATCH);
     cdc_change_point_t p;
@@ -2530,13 +2538,7 @@ Test(apply, damaged_wal_rolls_back_with_a_warning)
     char *dir = tu_tmpdir(), *ref = tu_tmpdir();
     static char keys[N][32], *envs[N];
     static cdc_record_t recs[N];
-    for (int i = 0; i < N; i++) {
-        char after[128];
-        snprintf(keys[i], sizeof keys[i], "{\"id\":%d}", i % 700);
-        snprintf(after, sizeof after, "{\"id\":%d,\"v\":\"value %d padded to make the log longer\"}", i % 700, i);
-        envs[i] = tu_env("u", NULL, after, 1000 + (unsigned long long)i, NULL);
-        recs[i] = tu_rec("shop.public.orders", 0, i, keys[i], envs[i]);
-    }
+    padded_updates(keys, envs, recs, N);
     cdc_store_t *st = tu_open(dir), *rs = tu_open(ref);
     for (int i = 0; i < N; i += BATCH) {
         tu_apply(st, recs + i, BATCH);
@@ -2592,13 +2594,7 @@ Test(apply, reader_beside_a_writer_takes_the_log_up_to_its_last_whole_batch)
     char *dir = tu_tmpdir();
     static char keys[N][32], *envs[N];
     static cdc_record_t recs[N];
-    for (int i = 0; i < N; i++) {
-        char after[128];
-        snprintf(keys[i], sizeof keys[i], "{\"id\":%d}", i % 700);
-        snprintf(after, sizeof after, "{\"id\":%d,\"v\":\"value %d padded to make the log longer\"}", i % 700, i);
-        envs[i] = tu_env("u", NULL, after, 1000 + (unsigned long long)i, NULL);
-        recs[i] = tu_rec("shop.public.orders", 0, i, keys[i], envs[i]);
-    }
+    padded_updates(keys, envs, recs, N);
     cdc_store_t *st = tu_open(dir);
     for (int i = 0; i < N; i += BATCH) tu_apply(st, recs + i, BATCH);
     cdc_store_close(st);
