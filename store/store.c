@@ -815,6 +815,37 @@ void cdc__size_rows_buffer(cdc_store_t *st)
     }
 }
 
+/* Where an insert starts its search.  The apply writes a batch's rows in key
+ * order (store/apply.c, sort_groups), so each insert lands a few entries
+ * after the one before, among the versions the buffer already holds.
+ * RocksDB's skip list keeps the previous insert's place at every level (its
+ * splice), but by default it uses that place only when the new key falls
+ * between the previous key and the very next entry; otherwise it searches
+ * again from the top, which is what a sorted batch over a buffer of many
+ * entries does at nearly every insert (13% of the samples of `cdcstore
+ * apply` on the narrow stream, in RecomputeSpliceLevels).  With an insert
+ * hint per key prefix, RocksDB keeps a splice per prefix and repairs only
+ * the levels that no longer bracket the key: O(log D) comparisons for a key
+ * D entries away instead of O(log N).  The prefix is the table id (the
+ * first 4 bytes of every key of "rows"), so each table's rows keep their
+ * own place; RocksDB keeps one hint (about 250 bytes) per prefix seen in a
+ * buffer.  Only "rows" gets it: the per-table families of older replicas
+ * have no table id in their keys, and a hint per distinct 4-byte start of
+ * a key would cost memory for nothing.  Inserts only: reads, the order
+ * and the contents are unchanged.  Measured on the narrow stream (bench/gen.py
+ * --shape narrow, 1,000,000 records; `cdcstore apply --batch-size 10000`,
+ * five runs each, interleaved, on 2 shared cores): 2.82 s and 4.63 CPU-s
+ * on average without it, 2.55 s and 4.38 CPU-s with it. */
+static void rows_insert_hint(cdc_store_t *st, rocksdb_options_t *o)
+{
+    char *e = NULL;
+    rocksdb_get_options_from_string(o, "memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.4", o, &e);
+    if (e) { /* costs speed, never data */
+        cdc__log(st, CDC_LOG_WARN, "open", "%s: insert hints refused by RocksDB: %s", st->dir, e);
+        free(e);
+    }
+}
+
 void cdc__table_flush(cdc_store_t *st, cdc__table *t, rocksdb_writebatch_t *wb);
 
 /* Writes a table's dirty metadata and counters now, on their own (outside
@@ -1311,7 +1342,11 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
     for (size_t i = 0; i < total; i++) cfo[i] = st->opts;
     /* The families of rows purge tombstones as they compact (store/gc.c). */
     st->purge = cdc__purge_new();
-    if (nfixed > 3) cfo[3] = cdc__purge_family_options(st->purge, st->opts, NULL);
+    if (nfixed > 3) {
+        rocksdb_options_t *rows = (rocksdb_options_t *)cdc__purge_family_options(st->purge, st->opts, NULL);
+        if (!st->read_only) rows_insert_hint(st, rows);
+        cfo[3] = rows;
+    }
     for (size_t i = nfixed; i < total; i++)
         cfo[i] = cdc__purge_family_options(st->purge, st->opts, cfn[i] + (strncmp(cfn[i], "t:", 2) == 0 ? 2 : 0));
     rocksdb_column_family_handle_t **h = cdc__calloc(total, sizeof *h);
