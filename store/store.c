@@ -2167,6 +2167,47 @@ void cdc__scan_next(cdc__scan *s)
     rocksdb_iter_next(s->it);
 }
 
+/* Reading ahead on a long scan.  Without a readahead size, RocksDB reads a
+ * table file's blocks one pread(2) of about 4 KiB each (past the second
+ * read it only asks the kernel to prefetch the file); with one, it reads
+ * that many bytes at once into its own buffer and takes the next blocks
+ * from there.  A scan that is not short (an export, a hash, a reconcile
+ * range) is switched to 256 KiB reads after SCAN_READAHEAD_AFTER rows: the
+ * iterator is made again with the readahead, on the same snapshot, and
+ * positioned on the key it stood on.  A short one (the export's probes for
+ * its split point, a bounded range of a few rows) never reads 256 KiB per
+ * file for a row or two.  Measured on the 10,000,000-row table of
+ * tests/query/bench.sh (runs interleaved, on 2 shared cores; means):
+ * `cdcstore export --format parquet`, 5 runs each, 1.89 s and 3.58
+ * CPU-seconds without it, 1.83 s and 3.49 with it (system time about 0.35
+ * s against 0.19 s); the CSV export, 3 runs each, 1.91 s and 3.29 against
+ * 1.83 s and 3.10.  Reading ahead from the first row gave about the same
+ * with 256 KiB, and no better with 1 or 4 MiB.  0 when s stands on the key
+ * it stood on, 1 when it could not be put back there (s then stands on the
+ * next row, or is at the end). */
+#define SCAN_READAHEAD ((size_t)256 << 10)
+#define SCAN_READAHEAD_AFTER 4096
+
+static int scan_read_ahead(cdc_store_t *st, cdc__scan *s)
+{
+    if (!rocksdb_iter_valid(s->it)) return 0;
+    size_t kl, nl;
+    const char *k = rocksdb_iter_key(s->it, &kl);
+    cdc__buf cur = {0};
+    cdc__buf_put(&cur, k, kl);
+    rocksdb_iter_destroy(s->it);
+    rocksdb_readoptions_set_readahead_size(s->ro, SCAN_READAHEAD);
+    s->it = rocksdb_create_iterator_cf(st->db, s->ro, s->t->cf);
+    rocksdb_iter_seek(s->it, cur.p, cur.len);
+    int moved = !rocksdb_iter_valid(s->it);
+    if (!moved) {
+        const char *n = rocksdb_iter_key(s->it, &nl);
+        moved = nl != kl || memcmp(n, cur.p, kl) != 0;
+    }
+    cdc__buf_free(&cur);
+    return moved;
+}
+
 char *cdc__scan_error(const cdc__scan *s)
 {
     char *e = NULL;
@@ -2193,6 +2234,7 @@ struct cdc_iter {
     cdc__buf lower, upper, keyjson;
     int include_deleted, no_key_json;
     int started, opened;
+    uint64_t steps;      /* moves of the scan (scan_read_ahead) */
     const char *cur_key; /* the key of the row last returned, and whether keyjson holds it */
     size_t cur_key_len;
     int cur_json;
@@ -2232,7 +2274,8 @@ int cdc_iter_next(cdc_iter_t *it, cdc_row_t *row, cdc_error_t *err)
     it->cur_key = NULL;
     for (;;) {
         if (!it->started) it->started = 1; /* cdc__scan_open positioned it */
-        else cdc__scan_next(&it->scan);
+        else if (++it->steps != SCAN_READAHEAD_AFTER || !scan_read_ahead(it->st, &it->scan))
+            cdc__scan_next(&it->scan);
         size_t kl, vl;
         const char *k, *v;
         if (!cdc__scan_row(&it->scan, &k, &kl, &v, &vl)) {

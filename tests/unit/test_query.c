@@ -601,6 +601,83 @@ Test(export, both_halves_keep_the_column_types_they_began_with)
     free(d);
 }
 
+/* n changes of public.orders from lsn0 on, in one apply: key ids[i] with
+ * status st_of(i), or its delete when del(i). */
+static void put_many(cdc_store_t *st, long n, long id0, long lsn0, const char *status, int del_every)
+{
+    cdc_record_t *r = calloc((size_t)n, sizeof *r);
+    char **keys = calloc((size_t)n, sizeof *keys), **envs = calloc((size_t)n, sizeof *envs);
+    for (long i = 0; i < n; i++) {
+        long id = id0 + i;
+        char after[256];
+        cr_assert(asprintf(&keys[i], "{\"order_id\":%ld}", id) > 0);
+        snprintf(after, sizeof after, "{\"order_id\":%ld,\"status\":\"%s\",\"amount\":\"%ld.25\"}", id, status, id);
+        int del = del_every && id % del_every == 0;
+        envs[i] = del ? tu_env("d", after, "null", (unsigned long long)(lsn0 + i), "false")
+                      : tu_env("u", NULL, after, (unsigned long long)(lsn0 + i), "false");
+        r[i] = tu_rec(T, 0, lsn0 + i, keys[i], envs[i]);
+    }
+    tu_apply(st, r, (size_t)n);
+    for (long i = 0; i < n; i++) free(keys[i]), free(envs[i]);
+    free(keys);
+    free(envs);
+    free(r);
+}
+
+/* A long scan is switched to reading ahead after some thousand rows (its
+ * RocksDB iterator made again on the same snapshot, store/store.c
+ * scan_read_ahead): every row of the view still comes once, in key order,
+ * as it was when the iterator opened, over the switch and past it, with
+ * deleted rows among them, whole or between bounds; changes applied after
+ * the open (updates, deletes, new keys in and around the range) are not
+ * seen. */
+Test(iter, a_long_scan_reads_ahead_and_keeps_its_rows_and_snapshot)
+{
+    enum { N = 20000 };
+    struct { const char *lo, *hi; long first, last; } cases[] = {
+        {NULL, NULL, 1, N}, {"{\"order_id\":3}", "{\"order_id\":15003}", 3, 15002}, {"{\"order_id\":9000}", NULL, 9000, N}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char *d = tu_tmpdir();
+        cdc_store_t *st = tu_open(d);
+        put_many(st, N, 1, 1000, "paid", 7); /* keys 1..N, every 7th deleted */
+        cdc_store_close(st);
+        st = tu_open(d); /* the rows in table files, read through the readahead */
+        cdc_iter_options_t io = {.lower_json = cases[c].lo, .upper_json = cases[c].hi, .no_key_json = c == 1};
+        cdc_iter_t *it;
+        cdc_error_t e = {0};
+        cr_assert_eq(cdc_iter_open(st, "public.orders", &io, &it, &e), 0, "%s", e.msg);
+        /* after the open: every key changed, a tenth deleted, keys added */
+        put_many(st, N + 50, 1, 100000 + (long)c * 100000, "shipped", 10);
+        long want = cases[c].first, rows = 0;
+        cdc_row_t row;
+        int rc;
+        while ((rc = cdc_iter_next(it, &row, &e)) == 1) {
+            while (want % 7 == 0) want++;
+            char key[32], amount[32];
+            snprintf(key, sizeof key, "{\"order_id\":%ld}", want);
+            snprintf(amount, sizeof amount, "%ld.25", want);
+            const char *kj = cdc_iter_key_json(it);
+            cr_assert(kj && !strcmp(kj, key), "case %zu row %ld: key %s, expected %s", c, rows, kj ? kj : "?", key);
+            cr_assert_eq(row.ncols, 3);
+            cr_assert(row.lens[1] == 4 && !memcmp(row.values[1], "paid", 4),
+                      "case %zu key %ld: status %.*s: a change made after the open", c, want, (int)row.lens[1],
+                      row.values[1]);
+            cr_assert(row.lens[2] == strlen(amount) && !memcmp(row.values[2], amount, row.lens[2]),
+                      "case %zu key %ld: amount %.*s", c, want, (int)row.lens[2], row.values[2]);
+            want++, rows++;
+        }
+        cr_assert_eq(rc, 0, "case %zu: %s", c, e.msg);
+        while (want <= cases[c].last && want % 7 == 0) want++;
+        cr_expect_eq(want, cases[c].last + 1, "case %zu: the scan ended before key %ld (at %ld)", c, cases[c].last,
+                     want);
+        cr_expect_gt(rows, 4096 * 2, "case %zu: %ld rows, not past the switch", c, rows);
+        cdc_iter_close(it);
+        cdc_store_close(st);
+        tu_rmrf(d);
+        free(d);
+    }
+}
+
 Test(export, csv_and_ndjson_halves_give_the_bytes_of_one_piece)
 {
     char *d = tu_tmpdir();
