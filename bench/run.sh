@@ -196,7 +196,9 @@ else
 fi   # NEED_DATA
 
 # ---- builds ----
-make -s -f bench/bench.mk bench-tools BENCH_OUT="$OUT" > "$OUT/logs/tools.log" 2>&1 \
+# through the main Makefile, which includes bench/bench.mk: scan_only links the library as the
+# command does ($(BUILD), EXE_LDLIBS, CLI_ALLOC are the main Makefile's)
+make -s bench-tools BENCH_OUT="$OUT" > "$OUT/logs/tools.log" 2>&1 \
     || say "building the limit programs failed, see $OUT/logs/tools.log"
 if [ "$BUILD" = 1 ] && [ -f Makefile ]; then
     say "make all (for $CDC)"
