@@ -834,7 +834,11 @@ void cdc__size_rows_buffer(cdc_store_t *st)
  * buffer.  Only "rows" gets it: the per-table families of older replicas
  * have no table id in their keys, and a hint per distinct 4-byte start of
  * a key would cost memory for nothing.  Inserts only: reads, the order
- * and the contents are unchanged.  Measured on the narrow stream (bench/gen.py
+ * and the contents are unchanged.  RocksDB 7.8 keeps the hints of a
+ * memtable's range deletions in the same map as its point inserts', which
+ * can misplace entries (facebook/rocksdb#5118): no DeleteRange may be
+ * written to "rows" while this holds (store/changes.c and the tables'
+ * metadata use it on "meta" only).  Measured on the narrow stream (bench/gen.py
  * --shape narrow, 1,000,000 records; `cdcstore apply --batch-size 10000`,
  * five runs each, interleaved, on 2 shared cores): 2.82 s and 4.63 CPU-s
  * on average without it, 2.55 s and 4.38 CPU-s with it. */
@@ -1277,9 +1281,11 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
      *  - The memtable bloom filter (memtable_prefix_bloom_size_ratio) is
      *    allocated and zeroed with every memtable: 0.02 x 64 MiB = 1.3 MiB per
      *    family, 1.3 GB for 1,000 tables.  Without it the open takes 79 MB.
-     *    Families start without it and a table that takes many events in one
-     *    session gets it (promote_bloom below): on one table of 1,000,000
-     *    events it saves about 5% of the apply time.
+     *    Per-table families (older replicas) start without it and a table
+     *    that takes many events in one session gets it (promote_bloom
+     *    below): on one table of 1,000,000 events it saves about 5% of the
+     *    apply time.  "rows", one family for every newer table, has it from
+     *    the open (rows_family_options).
      * Creating a family stays expensive (RocksDB 7.8 rewrites and re-parses
      * the whole OPTIONS file, every family's options, at each creation: 70% of
      * the samples of applying 200 new tables), which these settings do not
@@ -1292,9 +1298,9 @@ int cdc_store_open(const char *dir, const cdc_open_options_t *o, cdc_store_t **o
      * oldest one. */
     rocksdb_options_set_max_total_wal_size(st->opts, 256 << 20);
     /* A bloom filter over the memtable lets the guard's reads of new keys
-     * (snapshots, inserts) skip the skiplist search; it is switched on per
-     * table once the table is busy (promote_bloom), since its memory is paid
-     * by every family, busy or not. */
+     * (snapshots, inserts) skip the skiplist search; a per-table family gets
+     * it once the table is busy (promote_bloom), since its memory is paid by
+     * every family, busy or not; "rows" from the open (rows_family_options). */
     rocksdb_options_set_memtable_prefix_bloom_size_ratio(st->opts, 0);
     rocksdb_options_set_memtable_whole_key_filtering(st->opts, 1);
     st->topts = rocksdb_block_based_options_create();
@@ -2185,7 +2191,13 @@ void cdc__scan_next(cdc__scan *s)
  * from there.  A scan that is not short (an export, a hash, a reconcile
  * range) is switched to 256 KiB reads after SCAN_READAHEAD_AFTER rows: the
  * iterator is made again with the readahead, on the same snapshot, and
- * positioned on the key it stood on.  A short one (the export's probes for
+ * positioned on the key it stood on.  Only on a read-only open (every
+ * command that reads a view: export, hash, reconcile): its files never
+ * change.  Beside a writer in the same process the iterator made again
+ * would not see what the first one did: the snapshot keeps versions, not
+ * files, and the tombstone purge's compaction filter (store/gc.c) drops
+ * tombstones whatever the snapshots, so a scan with include_deleted lost
+ * those a purge removed after its open.  A short one (the export's probes for
  * its split point, a bounded range of a few rows) never reads 256 KiB per
  * file for a row or two.  Measured on the 10,000,000-row table of
  * tests/query/bench.sh (runs interleaved, on 2 shared cores; means):
@@ -2285,7 +2297,7 @@ int cdc_iter_next(cdc_iter_t *it, cdc_row_t *row, cdc_error_t *err)
     it->cur_key = NULL;
     for (;;) {
         if (!it->started) it->started = 1; /* cdc__scan_open positioned it */
-        else if (++it->steps != SCAN_READAHEAD_AFTER || !scan_read_ahead(it->st, &it->scan))
+        else if (++it->steps != SCAN_READAHEAD_AFTER || !it->st->read_only || !scan_read_ahead(it->st, &it->scan))
             cdc__scan_next(&it->scan);
         size_t kl, vl;
         const char *k, *v;
