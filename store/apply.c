@@ -494,6 +494,9 @@ typedef struct slot {
     cdc__table *t;       /* the table of a row event */
     cdc__version ver;    /* its ordering version */
     int next;            /* next event index in the key's group, -1 */
+    int32_t partition;   /* its record's Kafka partition, -1 without an offset (check_partition reads
+                          * it here: reading the records themselves in key order was a cache miss
+                          * each, a third of the apply function's own samples) */
 } slot;
 
 /* Everything the passes share; one per cdc__store_apply_events call. */
@@ -910,6 +913,7 @@ static int take_record(apply_ctx *a, size_t i)
     cdc__table *t;
     int rc;
     s->next = -1;
+    s->partition = r->offset < 0 ? -1 : r->partition;
     a->res->read++;
     switch (ev->action) {
     case CDC__ACT_DEAD:
@@ -1708,10 +1712,10 @@ static void check_partition(apply_ctx *a, size_t g, size_t m)
 {
     int32_t first = a->f.partition, other = -1;
     for (size_t j = 0; j < m && other < 0; j++) {
-        const cdc_record_t *r = &a->recs[a->order[j]];
-        if (r->offset < 0) continue;
-        if (first < 0) first = r->partition;
-        else if (r->partition != first) other = r->partition;
+        int32_t p = a->sl[a->order[j]].partition;
+        if (p < 0) continue;
+        if (first < 0) first = p;
+        else if (p != first) other = p;
     }
     if (other < 0) return;
     const group *gr = &a->groups[g];
