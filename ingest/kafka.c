@@ -857,6 +857,16 @@ static const char *const forced[][2] = {
     {"log.queue", "true"},
 };
 
+/* Sets the properties of a table of name/value pairs (prefetch, forced). */
+static int conf_pairs(rd_kafka_conf_t *conf, const char *const (*pairs)[2], size_t n, cdc_error_t *err)
+{
+    char es[512];
+    for (size_t i = 0; i < n; i++)
+        if (rd_kafka_conf_set(conf, pairs[i][0], pairs[i][1], es, sizeof es) != RD_KAFKA_CONF_OK)
+            return cdc__err(err, CDC_EKAFKA, "property %s: %s", pairs[i][0], es);
+    return 0;
+}
+
 /* Sets one property; where names its origin ("FILE:LINE" or "option"). */
 static int conf_set(cdc_kafka_t *k, rd_kafka_conf_t *conf, const char *name, const char *value,
                     const char *where, cdc_error_t *err)
@@ -1006,11 +1016,7 @@ int cdc_kafka_open(cdc_store_t *st, const cdc_kafka_options_t *o, cdc_kafka_t **
     int rc = 0, set_reset = 0;
     char buf[512], group[1024];
     size_t bl;
-    for (size_t i = 0; i < sizeof prefetch / sizeof prefetch[0]; i++)
-        if (rd_kafka_conf_set(conf, prefetch[i][0], prefetch[i][1], buf, sizeof buf) != RD_KAFKA_CONF_OK) {
-            rc = cdc__err(err, CDC_EKAFKA, "property %s: %s", prefetch[i][0], buf);
-            goto fail;
-        }
+    if ((rc = conf_pairs(conf, prefetch, sizeof prefetch / sizeof prefetch[0], err))) goto fail;
     if (o->config_file && (rc = conf_file(k, conf, o->config_file, &set_reset, err))) goto fail;
     for (size_t i = 0; i < o->nproperties; i++) {
         const cdc_kafka_property_t *p = &o->properties[i];
@@ -1030,11 +1036,7 @@ int cdc_kafka_open(cdc_store_t *st, const cdc_kafka_options_t *o, cdc_kafka_t **
      * positions past changes the replica never saw: "error" stops instead
      * (RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET, below). */
     if (!set_reset && (rc = conf_set(k, conf, "auto.offset.reset", "error", "default", err))) goto fail;
-    for (size_t i = 0; i < sizeof forced / sizeof forced[0]; i++)
-        if (rd_kafka_conf_set(conf, forced[i][0], forced[i][1], buf, sizeof buf) != RD_KAFKA_CONF_OK) {
-            rc = cdc__err(err, CDC_EKAFKA, "property %s: %s", forced[i][0], buf);
-            goto fail;
-        }
+    if ((rc = conf_pairs(conf, forced, sizeof forced / sizeof forced[0], err))) goto fail;
     bl = sizeof group;
     if (rd_kafka_conf_get(conf, "group.id", group, &bl) != RD_KAFKA_CONF_OK || !group[0]) {
         rc = cdc__err(err, CDC_EINVAL, "cdc_kafka_open: a consumer group (group.id) is required");
