@@ -1518,6 +1518,7 @@ void cdc_store_close(cdc_store_t *st)
     if (st->wo_sync) rocksdb_writeoptions_destroy(st->wo_sync);
     cdc__purge_free(st->purge); /* after the close: compactions hold on to it */
     cdc__vcache_free(st->vc);
+    if (st->apply_wb) rocksdb_writebatch_destroy(st->apply_wb);
     if (st->opts) rocksdb_options_destroy(st->opts);
     if (st->topts) rocksdb_block_based_options_destroy(st->topts);
     if (st->cache) rocksdb_cache_destroy(st->cache);

@@ -224,6 +224,8 @@ struct cdc_store {
     cdc__purge *purge;                   /* the compaction filter's rules and counts (gc.c) */
     cdc__vcache *vc;                     /* recently applied live rows (vcache.c); NULL until the
                                           * first apply */
+    rocksdb_writebatch_t *apply_wb;      /* the apply's write batch, emptied, kept for the next
+                                          * (apply.c, ctx_init); NULL until the first apply */
     cdc__table **tables;
     size_t ntables;
     uint32_t *tabhash;                   /* open addressing over tables by name: index + 1, 0 empty */
