@@ -2082,16 +2082,25 @@ int cdc_store_get_keys(cdc_store_t *st, const char *table, const char *const *ke
     int rc = cdc__table_get(st, table, 0, &t, err);
     if (rc) return rc;
     if (!t->cf) return cdc__err(err, CDC_ENOTFOUND, "table %s: not in the replica", table);
-    enum { CHUNK = 1024 }; /* one MultiGet: its index and filter lookups are batched */
+    /* One MultiGet per CHUNK keys, RocksDB's batched one (one family, values
+     * pinned where they lie): it looks each SST's filter and index up once
+     * for all the chunk's keys it may hold, and keys in one data block read
+     * the block once.  The MultiGet of a list of families it replaced reads
+     * key after key and copies each value.  A deletion-vector refresh of
+     * 10,000,000 rows after 100,000 changed at random keys (the steps of
+     * tests/query/bench.sh by hand: the scattered change applied and
+     * settled, then `cdcstore export --format delta --deletion-vectors` into
+     * a copy of the table, 4 runs each, interleaved): 0.24-0.28 s before,
+     * 0.21-0.22 s after, against 2.3 s for the full export. */
+    enum { CHUNK = 1024 };
     size_t m = n < CHUNK ? n : CHUNK;
-    const rocksdb_column_family_handle_t **cfs = cdc__malloc((m + 1) * sizeof *cfs);
     const char **sk = cdc__malloc((m + 1) * sizeof *sk);
-    size_t *skl = cdc__malloc((m + 1) * sizeof *skl), *vl = cdc__malloc((m + 1) * sizeof *vl);
-    char **v = cdc__calloc(m + 1, sizeof *v), **e = cdc__calloc(m + 1, sizeof *e);
+    size_t *skl = cdc__malloc((m + 1) * sizeof *skl);
+    char **e = cdc__calloc(m + 1, sizeof *e);
+    rocksdb_pinnableslice_t **ps = cdc__calloc(m + 1, sizeof *ps);
     const char **vals = cdc__calloc(t->ncols + 1, sizeof *vals);
     size_t *vlens = cdc__calloc(t->ncols + 1, sizeof *vlens);
     cdc__buf kb = {0};
-    for (size_t i = 0; i < m; i++) cfs[i] = t->cf;
     for (size_t at = 0; at < n && !rc; at += m) {
         size_t c = n - at < m ? n - at : m;
         cdc__buf_reset(&kb);
@@ -2105,27 +2114,28 @@ int cdc_store_get_keys(cdc_store_t *st, const char *table, const char *const *ke
             sk[i] = kb.p + offs[i];
             offs[i] = end - offs[i];
         }
-        rocksdb_multi_get_cf(st->db, st->ro, cfs, c, sk, skl, v, vl, e);
+        rocksdb_batched_multi_get_cf(st->db, st->ro, t->cf, c, sk, skl, ps, e, 0);
         for (size_t i = 0; i < c; i++) {
             if (!rc && e[i]) rc = cdc__err(err, CDC_EIO, "table %s: read failed: %s", table, e[i]);
-            if (!rc && v[i]) {
+            if (!rc && ps[i]) {
+                size_t pl;
+                const char *pv = rocksdb_pinnableslice_value(ps[i], &pl);
                 cdc_row_t row;
-                int f = fill_row(t, keys[at + i], lens[at + i], v[i], vl[i], NULL, vals, vlens, &row);
+                int f = fill_row(t, keys[at + i], lens[at + i], pv, pl, NULL, vals, vlens, &row);
                 if (f > 1 || f < 0)
                     rc = cdc__err(err, f, "table %s: a stored row does not decode", table);
                 else if (f == 0) rc = fn(opaque, at + i, &row);
             }
             free(e[i]);
-            rocksdb_free(v[i]);
-            e[i] = v[i] = NULL;
+            rocksdb_pinnableslice_destroy(ps[i]);
+            e[i] = NULL;
+            ps[i] = NULL;
         }
     }
-    free(cfs);
     free(sk);
     free(skl);
-    free(vl);
-    free(v);
     free(e);
+    free(ps);
     free(vals);
     free(vlens);
     cdc__buf_free(&kb);
