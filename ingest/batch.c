@@ -134,6 +134,9 @@ cdc__event *cdc__decode_batch(const cdc_store_t *st, const cdc_record_t *recs, s
 
 struct cdc__decoder {
     decode_job job;     /* the batch: recs, evs, n in job.to */
+    cdc_record_t *fill_recs;    /* job.recs, to be filled chunk by chunk by fill */
+    cdc__decoder_fill_fn fill;
+    void *fill_opaque;
     atomic_size_t next; /* first record of the next chunk to take */
     pthread_t th;
     pthread_mutex_t mu;
@@ -150,6 +153,7 @@ static void decode_chunks(cdc__decoder *d)
         size_t from = atomic_fetch_add_explicit(&d->next, DECODER_CHUNK, memory_order_relaxed);
         if (from >= j->to) return;
         size_t to = from + DECODER_CHUNK < j->to ? from + DECODER_CHUNK : j->to;
+        if (d->fill) d->fill(d->fill_opaque, d->fill_recs, from, to);
         /* An interrupted batch is never applied (decode_range): the rest of
          * its records are left undecoded. */
         if (j->interrupt && *j->interrupt) continue;
@@ -193,11 +197,14 @@ cdc__decoder *cdc__decoder_new(const cdc_store_t *st, const cdc_apply_options_t 
     return d;
 }
 
-void cdc__decoder_submit(cdc__decoder *d, const cdc_record_t *recs, size_t n)
+void cdc__decoder_submit(cdc__decoder *d, cdc_record_t *recs, size_t n, cdc__decoder_fill_fn fill, void *opaque)
 {
     pthread_mutex_lock(&d->mu);
     while (d->busy) pthread_cond_wait(&d->cv, &d->mu); /* out of the batch before (finish saw to it) */
     d->job.recs = recs;
+    d->fill_recs = recs;
+    d->fill = fill;
+    d->fill_opaque = opaque;
     d->job.evs = cdc__calloc(n ? n : 1, sizeof *d->job.evs);
     d->job.from = 0;
     d->job.to = n;
@@ -219,6 +226,8 @@ cdc__event *cdc__decoder_finish(cdc__decoder *d)
     cdc__event *evs = d->job.evs;
     d->job.evs = NULL;
     d->job.recs = NULL;
+    d->fill_recs = NULL;
+    d->fill = NULL;
     pthread_mutex_unlock(&d->mu);
     return evs;
 }

@@ -67,14 +67,18 @@ void cdc__event_dead(cdc__event *ev, const cdc_record_t *r, const char *why);
  * cdc__decoder_submit starts decoding recs[0..n) on it and returns; the
  * caller applies the batch before meanwhile, then cdc__decoder_finish
  * decodes what is left on the caller's thread too and returns the n events
- * (as cdc__decode_batch would).  recs must stay valid until then.  One batch
- * at a time: submit only when none is pending.  cdc__decoder_new returns
- * NULL when the thread cannot start (decode with cdc__decode_batch then);
+ * (as cdc__decode_batch would).  recs must stay valid until then.  fill, when
+ * not NULL, fills recs[from..to) first, on whichever thread decodes them
+ * (every record is filled, an interrupted batch's too, before finish
+ * returns); until then the records are not read.  One batch at a time:
+ * submit only when none is pending.  cdc__decoder_new returns NULL when the
+ * thread cannot start (decode with cdc__decode_batch then);
  * cdc__decoder_free frees a pending batch's events.  opts (max_record_bytes,
  * interrupt) is read at new. */
 typedef struct cdc__decoder cdc__decoder;
+typedef void (*cdc__decoder_fill_fn)(void *opaque, cdc_record_t *recs, size_t from, size_t to);
 cdc__decoder *cdc__decoder_new(const cdc_store_t *st, const cdc_apply_options_t *opts);
-void cdc__decoder_submit(cdc__decoder *d, const cdc_record_t *recs, size_t n);
+void cdc__decoder_submit(cdc__decoder *d, cdc_record_t *recs, size_t n, cdc__decoder_fill_fn fill, void *opaque);
 cdc__event *cdc__decoder_finish(cdc__decoder *d);
 void cdc__decoder_free(cdc__decoder *d);
 
