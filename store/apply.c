@@ -1663,7 +1663,7 @@ static int fold_events(apply_ctx *a, cdc__table *t, size_t m, uint64_t *kept, ui
         f->exists = 1;
         f->ver = s->ver;
         f->ts_ms = ev->ts_ms;
-        if (a->recs[a->order[j]].offset >= 0) f->partition = a->recs[a->order[j]].partition;
+        if (s->partition >= 0) f->partition = s->partition; /* the record's, when it has an offset */
     }
     return 0;
 }
@@ -1768,6 +1768,41 @@ static int fold_group(apply_ctx *a, size_t g)
     else cdc__vcache_put(a->st->vc, a->vent[g], a->vh[g], t->cf, rkey(a, g), a->rklen[g], a->out.p, a->out.len);
     note_change(a, t, gr->key, gr->key_len);
     return 0;
+}
+
+/* The groups are folded in key order, and their events lie in record
+ * order: each group's first event, its slot and its row bytes were a cache
+ * miss each (perf annotate of cdc__store_apply_events on the narrow stream:
+ * the first reads of the event, of its row's bytes and of its record were
+ * 72% of the function's own samples).  The event and slot of the group 8
+ * ahead are fetched, and the row bytes, the stored value and the cache
+ * entry of the group 4 ahead (their addresses are in lines fetched 4 groups
+ * before).  A group's later events (a key changed more than once in the
+ * batch) are not.  The function's own samples fell from 7.4% to 2.5% of
+ * the run's and cdc__vcache_put's from 2.2% to 0.4%; `cdcstore apply
+ * --batch-size 10000` of the benchmark's streams (bench/gen.py --shape S
+ * --events 1000000 --keys 100000 --row-width 100 --seed 42), interleaved
+ * with the build before, means: narrow 2.17 -> 2.02 s (4 runs), medium
+ * 2.90 -> 2.74 s (3 runs), wide 5.83 -> 5.49 s (2 runs).  Distances of 16
+ * and 8 groups measured the same. */
+static inline void fold_prefetch(const apply_ctx *a, size_t g)
+{
+    if (g + 8 < a->ngroups) {
+        int e = a->groups[g + 8].first;
+        const char *p = (const char *)&a->evs[e];
+        for (size_t o = 0; o < sizeof(cdc__event); o += 64) __builtin_prefetch(p + o);
+        __builtin_prefetch(&a->sl[e]);
+    }
+    if (g + 4 < a->ngroups) {
+        const cdc__event *ev = &a->evs[a->groups[g + 4].first];
+        if (ev->row.p) __builtin_prefetch(ev->row.p);
+        if (a->vals[g + 4]) __builtin_prefetch(a->vals[g + 4]);
+        /* the cache's entry the new value is written over, and its bucket,
+         * where a new entry goes and from which a deleted one is unlinked
+         * (cdc__vcache_put, cdc__vcache_del) */
+        if (a->vent[g + 4]) __builtin_prefetch(a->vent[g + 4], 1);
+        cdc__vcache_prefetch(a->st->vc, a->vh[g + 4], 0);
+    }
 }
 
 /* ---- Pass 5: positions, metadata and counters, and the one write ---- */
@@ -2016,7 +2051,10 @@ int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__even
     if (!rc) {
         count_floor_deletes(&a);
         rc = read_stored(&a);
-        for (size_t g = 0; g < a.ngroups && !rc; g++) rc = interrupted(&a, g) ? -EINTR : fold_group(&a, g);
+        for (size_t g = 0; g < a.ngroups && !rc; g++) {
+            fold_prefetch(&a, g);
+            rc = interrupted(&a, g) ? -EINTR : fold_group(&a, g);
+        }
     }
     if (!rc && interrupted(&a, 0)) rc = -EINTR; /* the last look before the write, which runs to its end */
     if (!rc) rc = commit(&a);
