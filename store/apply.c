@@ -2081,8 +2081,8 @@ static void events_free_aside(cdc__event *evs, size_t n)
     }
 }
 
-int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__event *evs, size_t n,
-                            const cdc_apply_options_t *opts, cdc_apply_result_t *res, cdc_error_t *err)
+static int apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__event *evs, size_t n,
+                        const cdc_apply_options_t *opts, cdc_apply_result_t *res, cdc_error_t *err, int keep)
 {
     cdc_apply_options_t defo = {0};
     cdc_apply_result_t dummy;
@@ -2094,7 +2094,7 @@ int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__even
     else if (st->broken) rc = cdc__err(err, CDC_EIO, "%s: an earlier write failed; reopen the replica", st->dir);
     else if (n) rc = cdc__space_check(st, "this batch was not written (the batches before it were)", err);
     if (rc || n == 0) {
-        events_free(evs, n);
+        if (!keep) events_free(evs, n);
         return rc;
     }
     /* RocksDB counts key comparisons and the like per thread by default
@@ -2136,7 +2136,20 @@ int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__even
     }
     if (!stopping) cdc__vcache_trim(st->vc);
     ctx_free(&a);
+    if (keep) return rc;
     if (stopping) events_free_aside(evs, n);
     else events_free(evs, n);
     return rc;
+}
+
+int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__event *evs, size_t n,
+                            const cdc_apply_options_t *opts, cdc_apply_result_t *res, cdc_error_t *err)
+{
+    return apply_events(st, recs, evs, n, opts, res, err, 0);
+}
+
+int cdc__store_apply_events_kept(cdc_store_t *st, const cdc_record_t *recs, cdc__event *evs, size_t n,
+                                 const cdc_apply_options_t *opts, cdc_apply_result_t *res, cdc_error_t *err)
+{
+    return apply_events(st, recs, evs, n, opts, res, err, 1);
 }

@@ -282,6 +282,12 @@ int cdc__store_column_type(const cdc_store_t *st, const char *table, const char 
 int cdc__store_apply_events(cdc_store_t *st, const cdc_record_t *recs, cdc__event *evs, size_t n,
                             const cdc_apply_options_t *opts, cdc_apply_result_t *res,
                             cdc_error_t *err);
+/* The same, leaving evs to the caller (to be freed on any thread once this
+ * returns): a source whose events were allocated on another thread frees
+ * them there, where the allocator's own cache takes them back. */
+int cdc__store_apply_events_kept(cdc_store_t *st, const cdc_record_t *recs, cdc__event *evs, size_t n,
+                                 const cdc_apply_options_t *opts, cdc_apply_result_t *res,
+                                 cdc_error_t *err);
 
 /* ---- The automatic purge (store/gc.c) ---- */
 
