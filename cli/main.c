@@ -376,8 +376,10 @@ static int cmd_apply(int argc, char **argv)
             break;
         }
     }
-    if (status == EXIT_OK && stop_flag) { /* stopped between two files, or waiting for input */
+    if (status == EXIT_OK && stop_flag) { /* stopped between two files, or after the last batch */
         if (i < argc) cli_note("warn", "cdcstore apply: interrupted: the files before the %s are applied", argv[i]);
+        else cli_note("warn", "cdcstore apply: interrupted after the last batch was written: the whole input is "
+                      "applied");
         status = 128 + (stop_signal ? stop_signal : SIGTERM);
     }
     if (pg.tty) fputc('\n', stderr);
