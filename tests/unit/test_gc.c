@@ -479,7 +479,7 @@ static void *compact_loop(void *arg)
     compactor *c = arg;
     while (!c->stop) {
         rocksdb_compact_range_cf(c->st->db, c->st->rows_cf, NULL, 0, NULL, 0);
-        c->rounds++;
+        __atomic_add_fetch(&c->rounds, 1, __ATOMIC_RELEASE);
     }
     return NULL;
 }
@@ -498,6 +498,13 @@ Test(gc, the_filter_runs_beside_applies_and_publishes)
     cdc_error_t err = {0};
     int deletes = 0;
     for (int r = 0; r < ROUNDS; r++) {
+        /* Each round waits (at most 2 s) for a compaction that began after
+         * the round before: the applies got fast enough that all 30 rounds
+         * once ended before the compactor's first (CI, 0.01 s), and nothing
+         * then ran beside them. */
+        int seen = __atomic_load_n(&c.rounds, __ATOMIC_ACQUIRE);
+        for (int w = 0; w < 2000 && __atomic_load_n(&c.rounds, __ATOMIC_ACQUIRE) < seen + (r > 0 ? 2 : 1); w++)
+            usleep(1000);
         unsigned long long base = 1000 + (unsigned long long)r * 1000;
         for (int k = 0; k < PER; k++) ev(&e, "c", r * PER + k, "v", base + (unsigned)k, (long long)base, NULL);
         apply_clear(st, &e);
