@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "query.h"
@@ -86,8 +87,12 @@ int cdc__keyidx_load(const char *path, cdc__keyidx *x, cdc_error_t *err)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return cdc__err(err, -errno, "%s: %s", path, strerror(errno));
     int rc = 0;
+    /* Room for the whole file at once (one more byte to see its end): the
+     * buffer's doublings cost a refresh a copy of every file it reads. */
+    struct stat sb;
+    if (!fstat(fd, &sb) && sb.st_size > 0) cdc__buf_reserve(&x->b, (size_t)sb.st_size + 1);
     for (;;) {
-        cdc__buf_reserve(&x->b, 1 << 20);
+        if (x->b.len == x->b.cap) cdc__buf_reserve(&x->b, 1 << 20);
         ssize_t r = read(fd, x->b.p + x->b.len, x->b.cap - x->b.len);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) rc = cdc__err(err, -errno, "%s: %s", path, strerror(errno));
