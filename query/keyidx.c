@@ -16,13 +16,15 @@
  *   per restart: u32 offset of its entry from the start of the file
  *   u64 number of keys, u32 number of restarts, "CDCKEYS1"
  * Dense integer keys (9 bytes encoded) take about 4 bytes each.  The file
- * is read whole; a lookup is a binary search over the restarts (whose keys
+ * is mapped whole; a lookup is a binary search over the restarts (whose keys
  * are whole) and a walk of at most 16 entries.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,11 +89,24 @@ int cdc__keyidx_load(const char *path, cdc__keyidx *x, cdc_error_t *err)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return cdc__err(err, -errno, "%s: %s", path, strerror(errno));
     int rc = 0;
-    /* Room for the whole file at once (one more byte to see its end): the
-     * buffer's doublings cost a refresh a copy of every file it reads. */
+    /* Mapped, not read: a refresh looks keys up in every file it touches,
+     * and reading 40 files of 1 MB copied each into new memory (11% of the
+     * samples of a refresh of 1% scattered changes over 10,000,000 rows).
+     * A key file is written once, under the name of its data file, and
+     * removed only with it, so the mapping never outlives its bytes.  Read
+     * when it cannot be mapped. */
     struct stat sb;
-    if (!fstat(fd, &sb) && sb.st_size > 0) cdc__buf_reserve(&x->b, (size_t)sb.st_size + 1);
-    for (;;) {
+    if (!fstat(fd, &sb) && sb.st_size > 0 && (uint64_t)sb.st_size <= SIZE_MAX) {
+        void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        if (m != MAP_FAILED) {
+            x->map = m;
+            x->b.p = m;
+            x->b.len = x->b.cap = (size_t)sb.st_size;
+        } else {
+            cdc__buf_reserve(&x->b, (size_t)sb.st_size + 1);
+        }
+    }
+    for (; !x->map;) {
         if (x->b.len == x->b.cap) cdc__buf_reserve(&x->b, 1 << 20);
         ssize_t r = read(fd, x->b.p + x->b.len, x->b.cap - x->b.len);
         if (r < 0 && errno == EINTR) continue;
@@ -118,7 +133,7 @@ int cdc__keyidx_load(const char *path, cdc__keyidx *x, cdc_error_t *err)
     }
     return 0;
 bad:
-    cdc__buf_free(&x->b);
+    cdc__keyidx_free(x);
     return cdc__err(err, CDC_ECORRUPT, "%s: not a key index cdcstore wrote, or damaged", path);
 }
 
@@ -132,11 +147,20 @@ static int entry(const cdc__keyidx *x, const char **p, uint64_t *shared, const c
     return 0;
 }
 
-static int cmp(const char *a, size_t al, const char *b, size_t bl)
+/* Keys are short (9 bytes for a bigint): compared 8 bytes at a time here,
+ * without a call to memcmp for each of the ~30 comparisons of a lookup. */
+static inline int cmp(const char *a, size_t al, const char *b, size_t bl)
 {
-    size_t m = al < bl ? al : bl;
-    int c = m ? memcmp(a, b, m) : 0;
-    return c ? c : (al > bl) - (al < bl);
+    size_t m = al < bl ? al : bl, i = 0;
+    for (; i + 8 <= m; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y) return __builtin_bswap64(x) < __builtin_bswap64(y) ? -1 : 1;
+    }
+    for (; i < m; i++)
+        if (a[i] != b[i]) return (unsigned char)a[i] < (unsigned char)b[i] ? -1 : 1;
+    return (al > bl) - (al < bl);
 }
 
 int64_t cdc__keyidx_find(const cdc__keyidx *x, const char *key, size_t len, cdc__buf *cur)
@@ -172,6 +196,7 @@ int64_t cdc__keyidx_find(const cdc__keyidx *x, const char *key, size_t len, cdc_
 
 void cdc__keyidx_free(cdc__keyidx *x)
 {
-    cdc__buf_free(&x->b);
+    if (x->map) munmap(x->map, x->b.len);
+    else cdc__buf_free(&x->b);
     memset(x, 0, sizeof *x);
 }

@@ -304,7 +304,8 @@ void cdc__keyidx_w_free(cdc__keyidx_w *w);
 
 /* A file read back whole. */
 typedef struct cdc__keyidx {
-    cdc__buf b;
+    cdc__buf b;   /* the file's bytes: mapped (map) or read */
+    void *map;
     const char *restarts;
     uint32_t nr;
     uint64_t n;   /* keys */
