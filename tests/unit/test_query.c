@@ -624,6 +624,97 @@ static void put_many(cdc_store_t *st, long n, long id0, long lsn0, const char *s
     free(r);
 }
 
+/* cdc_store_get_keys calls back in the order of the keys it is given,
+ * whatever that order: sorted (RocksDB is told so and skips its sort),
+ * reversed, or shuffled with repeats and keys that have no row, over more
+ * than one of its chunks of 1,024 keys; a tombstone comes back deleted. */
+typedef struct gk_seen {
+    size_t n;
+    size_t *idx;
+    long *id;
+    int *deleted;
+} gk_seen;
+
+static int gk_take(void *opaque, size_t i, const cdc_row_t *row)
+{
+    gk_seen *s = opaque;
+    s->idx[s->n] = i;
+    s->deleted[s->n] = row->deleted;
+    s->id[s->n] = row->deleted ? -1 : strtol(row->values[0], NULL, 10);
+    s->n++;
+    return 0;
+}
+
+Test(get_keys, rows_come_back_in_the_order_of_the_keys_sorted_or_not)
+{
+    enum { N = 3000 };
+    char *d = tu_tmpdir();
+    cdc_store_t *st = tu_open(d);
+    put_many(st, N, 1, 1000, "paid", 7); /* keys 1..N, every 7th deleted */
+    /* the encoded keys, in key order, from the view with its tombstones */
+    char **enc = calloc(N + 1, sizeof *enc);
+    size_t *encl = calloc(N + 1, sizeof *encl);
+    cdc_iter_options_t io = {.include_deleted = 1, .no_key_json = 1};
+    cdc_iter_t *it;
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_iter_open(st, "public.orders", &io, &it, &e), 0, "%s", e.msg);
+    cdc_row_t row;
+    size_t n = 0;
+    while (cdc_iter_next(it, &row, &e) == 1) {
+        cr_assert_lt(n, (size_t)N);
+        enc[n] = malloc(row.key_len + 1);
+        memcpy(enc[n], row.key, row.key_len);
+        encl[n++] = row.key_len;
+    }
+    cdc_iter_close(it);
+    cr_assert_eq(n, (size_t)N);
+    /* a key of no row: key 1's with one more byte (no key is a prefix of
+     * another stored one) */
+    char *none = malloc(encl[0] + 1);
+    memcpy(none, enc[0], encl[0]);
+    none[encl[0]] = 0x55;
+    enum { M = 2 * N + 7 };
+    const char **keys = calloc(M, sizeof *keys);
+    size_t *lens = calloc(M, sizeof *lens), *want = calloc(M, sizeof *want);
+    gk_seen s = {0, calloc(M, sizeof(size_t)), calloc(M, sizeof(long)), calloc(M, sizeof(int))};
+    for (int order = 0; order < 3; order++) {
+        size_t m = 0;
+        uint64_t rng = 88172645463325252ULL;
+        if (order == 0)
+            for (size_t i = 0; i < N; i++) want[m] = i, keys[m] = enc[i], lens[m++] = encl[i];
+        else if (order == 1)
+            for (size_t i = N; i-- > 0;) want[m] = i, keys[m] = enc[i], lens[m++] = encl[i];
+        else
+            for (size_t i = 0; i < M; i++) {
+                rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+                if (i % 97 == 0) want[m] = SIZE_MAX, keys[m] = none, lens[m++] = encl[0] + 1;
+                else {
+                    size_t k = (size_t)(rng % N);
+                    want[m] = k, keys[m] = enc[k], lens[m++] = encl[k];
+                }
+            }
+        s.n = 0;
+        cr_assert_eq(cdc_store_get_keys(st, "public.orders", keys, lens, m, gk_take, &s, &e), 0, "%s", e.msg);
+        size_t got = 0;
+        for (size_t i = 0; i < m; i++) {
+            if (want[i] == SIZE_MAX) continue; /* no row: skipped */
+            cr_assert_lt(got, s.n, "order %d: %zu rows back, key %zu of %zu missing", order, s.n, i, m);
+            cr_assert_eq(s.idx[got], i, "order %d: row %zu is key %zu's, expected key %zu's", order, got, s.idx[got], i);
+            long id = (long)want[i] + 1;
+            if (id % 7 == 0) cr_assert(s.deleted[got], "order %d: key %ld is a tombstone", order, id);
+            else cr_assert_eq(s.id[got], id, "order %d: key %zu: row of id %ld, expected %ld", order, i, s.id[got], id);
+            got++;
+        }
+        cr_assert_eq(got, s.n, "order %d: %zu rows back, %zu expected", order, s.n, got);
+    }
+    for (size_t i = 0; i < N; i++) free(enc[i]);
+    free(enc), free(encl), free(none), free(keys), free(lens), free(want);
+    free(s.idx), free(s.id), free(s.deleted);
+    cdc_store_close(st);
+    tu_rmrf(d);
+    free(d);
+}
+
 /* A long scan of a read-only open is switched to reading ahead after some
  * thousand rows (its RocksDB iterator made again on the same snapshot,
  * store/store.c scan_read_ahead): every row of the view still comes once,
