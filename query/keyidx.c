@@ -163,20 +163,51 @@ static inline int cmp(const char *a, size_t al, const char *b, size_t bl)
     return (al > bl) - (al < bl);
 }
 
-int64_t cdc__keyidx_find(const cdc__keyidx *x, const char *key, size_t len, cdc__buf *cur)
+/* Restart i's key against key: <0, 0, >0 as cmp; 2 when damaged. */
+static int restart_cmp(const cdc__keyidx *x, uint32_t i, const char *key, size_t len)
+{
+    uint32_t o;
+    memcpy(&o, x->restarts + 4 * (size_t)i, 4);
+    const char *p = x->b.p + o, *rest;
+    uint64_t sh, rl;
+    if (entry(x, &p, &sh, &rest, &rl)) return 2;
+    int c = cmp(rest, (size_t)rl, key, len);
+    return c < 0 ? -1 : c > 0;
+}
+
+int64_t cdc__keyidx_find(cdc__keyidx *x, const char *key, size_t len, cdc__buf *cur)
 {
     if (!x->nr) return -1;
-    /* the last restart whose key is <= key */
-    uint32_t lo = 0, hi = x->nr;
+    /* the last restart whose key is <= key, in [lo, hi): a refresh looks
+     * keys up in ascending order, so the search gallops forward from where
+     * the one before ended (x->finger), a few restarts on, instead of a
+     * binary search over all of them; any order stays correct. */
+    uint32_t lo = 0, hi = x->nr, f = x->finger < x->nr ? x->finger : 0;
+    if (f) {
+        int c = restart_cmp(x, f, key, len);
+        if (c == 2) return -2;
+        if (c > 0) hi = f;
+        else {
+            lo = f;
+            for (uint32_t step = 1; lo + step < hi; step *= 2) {
+                c = restart_cmp(x, lo + step, key, len);
+                if (c == 2) return -2;
+                if (c > 0) {
+                    hi = lo + step;
+                    break;
+                }
+                lo += step;
+            }
+        }
+    }
     while (hi - lo > 1) {
-        uint32_t mid = lo + (hi - lo) / 2, o;
-        memcpy(&o, x->restarts + 4 * (size_t)mid, 4);
-        const char *p = x->b.p + o, *rest;
-        uint64_t sh, rl;
-        if (entry(x, &p, &sh, &rest, &rl)) return -2;
-        if (cmp(rest, (size_t)rl, key, len) <= 0) lo = mid;
+        uint32_t mid = lo + (hi - lo) / 2;
+        int c = restart_cmp(x, mid, key, len);
+        if (c == 2) return -2;
+        if (c <= 0) lo = mid;
         else hi = mid;
     }
+    x->finger = lo;
     uint32_t o;
     memcpy(&o, x->restarts + 4 * (size_t)lo, 4);
     const char *p = x->b.p + o;

@@ -306,6 +306,7 @@ void cdc__keyidx_w_free(cdc__keyidx_w *w);
 typedef struct cdc__keyidx {
     cdc__buf b;   /* the file's bytes: mapped (map) or read */
     void *map;
+    uint32_t finger; /* the restart the last lookup ended at (cdc__keyidx_find) */
     const char *restarts;
     uint32_t nr;
     uint64_t n;   /* keys */
@@ -315,7 +316,7 @@ typedef struct cdc__keyidx {
 int cdc__keyidx_load(const char *path, cdc__keyidx *x, cdc_error_t *err);
 /* The row index of key, -1 when it is not there, -2 when the file is
  * damaged.  cur: the caller's scratch buffer. */
-int64_t cdc__keyidx_find(const cdc__keyidx *x, const char *key, size_t len, cdc__buf *cur);
+int64_t cdc__keyidx_find(cdc__keyidx *x, const char *key, size_t len, cdc__buf *cur);
 void cdc__keyidx_free(cdc__keyidx *x);
 
 #endif
