@@ -527,6 +527,65 @@ Test(filesrc, batches_end_at_their_bytes)
     free(ref);
 }
 
+/* Batches of 16 MiB of text or more keep to two in memory (filesrc.c,
+ * THIRD_SLOT_TEXT): the reader waits for the batch two before to be
+ * applied and reads into its text buffer.  Records of about 200 KB, 100 to
+ * a batch (20 MB each): every record counted once and the view the same as
+ * with batches of one record and of 10, in which no batch reaches it. */
+Test(filesrc, large_batches_keep_to_two_and_lose_nothing)
+{
+    enum { N = 420, KEYS = 37, NOTE = 200000 };
+    char *path = strdup("/tmp/cdcfile.XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    char *note = malloc(NOTE + 1);
+    for (int i = 0; i < N; i++) {
+        memset(note, 'a' + i % 26, NOTE);
+        note[NOTE] = 0;
+        char tag[16];
+        int tl = snprintf(tag, sizeof tag, "r%05d-", i); /* the record it came from, then its letter */
+        memcpy(note, tag, (size_t)tl);
+        fprintf(f, "{\"op\":\"%s\",\"after\":{\"id\":%d,\"s\":\"%s\"},\"source\":{\"schema\":\"public\","
+                   "\"table\":\"t\",\"lsn\":%d}}\n",
+                i < KEYS ? "c" : "u", i % KEYS, note, 100 + i);
+    }
+    free(note);
+    cr_assert_eq(fclose(f), 0);
+    char *ref = NULL;
+    size_t sizes[] = {100, 1, 10};
+    for (size_t b = 0; b < sizeof sizes / sizeof *sizes; b++) {
+        char *dir = tu_tmpdir();
+        cdc_store_t *st = tu_open(dir);
+        cdc_file_options_t fo = {.batch_size = sizes[b]};
+        cdc_apply_result_t r;
+        cdc_error_t e = {0};
+        cr_assert_eq(cdc_store_apply_file(st, path, &fo, &r, &e), 0, "batches of %zu: %s", sizes[b], e.msg);
+        cr_assert_eq(r.read, N, "batches of %zu: %llu records read", sizes[b], (unsigned long long)r.read);
+        cr_assert_eq(r.dead_letters, 0, "batches of %zu: %llu dead letters", sizes[b],
+                     (unsigned long long)r.dead_letters);
+        char *v = tu_export(st, "public.t", 0);
+        /* each key holds the note of its last record */
+        for (int k = 0; k < KEYS; k++) {
+            int last = k + ((N - 1 - k) / KEYS) * KEYS;
+            char want[32];
+            snprintf(want, sizeof want, "\n%d,r%05d-", k, last);
+            cr_assert(strstr(v, want), "batches of %zu: key %d does not hold record %d's note", sizes[b], k, last);
+        }
+        if (!ref) ref = v;
+        else {
+            cr_assert(!strcmp(v, ref), "batches of %zu: the view differs from batches of 100", sizes[b]);
+            free(v);
+        }
+        cdc_store_close(st);
+        tu_rmrf(dir);
+        free(dir);
+    }
+    free(ref);
+    unlink(path);
+    free(path);
+}
+
 typedef struct batch_log {
     uint64_t read[8];
     int n;
