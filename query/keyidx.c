@@ -16,8 +16,9 @@
  *   per restart: u32 offset of its entry from the start of the file
  *   u64 number of keys, u32 number of restarts, "CDCKEYS1"
  * Dense integer keys (9 bytes encoded) take about 4 bytes each.  The file
- * is mapped whole; a lookup is a binary search over the restarts (whose keys
- * are whole) and a walk of at most 16 entries.
+ * is mapped whole; a lookup is a search over the restarts (whose keys are
+ * whole: galloping on from the restart of the lookup before, then binary)
+ * and a walk of at most 16 entries.
  */
 #include <errno.h>
 #include <fcntl.h>
