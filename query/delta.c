@@ -775,13 +775,11 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static int key_cmp(const char *a, size_t al, const char *b, size_t bl);
-
 /* Files in key order (by their range's lower bound; the open one first). */
 static int cmp_added(const void *a, const void *b)
 {
     const added *x = a, *y = b;
-    return key_cmp(x->lower.p, x->lower.len, y->lower.p, y->lower.len);
+    return cdc__key_cmp(x->lower.p, x->lower.len, y->lower.p, y->lower.len);
 }
 
 /* Writes the ranges of jobs with one writer, or two when threads says so,
@@ -871,13 +869,6 @@ static int scan_ranges(cdc_store_t *st, const char *table, dlog *l, size_t i0, s
     return rc;
 }
 
-/* Bytewise order of encoded keys, a shorter key before its extensions. */
-static int key_cmp(const char *a, size_t al, const char *b, size_t bl)
-{
-    int c = al && bl ? memcmp(a, b, al < bl ? al : bl) : 0; /* an empty key's buffer may be NULL */
-    return c ? c : (al > bl) - (al < bl);
-}
-
 /* cdc_store_changed_since's callback: marks the files (sorted, contiguous,
  * covering every key: ranges_cover) whose range overlaps [lo, hi). */
 static int mark_range(void *opaque, const char *lo, size_t lol, const char *hi, size_t hil)
@@ -888,19 +879,19 @@ static int mark_range(void *opaque, const char *lo, size_t lol, const char *hi, 
     size_t a = 0, b = l->n;
     while (b - a > 1) {
         size_t m = a + (b - a) / 2;
-        if (key_cmp(l->f[m].lower.p, l->f[m].lower.len, lo, lol) <= 0) a = m;
+        if (cdc__key_cmp(l->f[m].lower.p, l->f[m].lower.len, lo, lol) <= 0) a = m;
         else b = m;
     }
     for (size_t i = a; i < l->n; i++) {
         dfile *f = &l->f[i];
-        if (i > a && hil && key_cmp(f->lower.p, f->lower.len, hi, hil) >= 0) break;
+        if (i > a && hil && cdc__key_cmp(f->lower.p, f->lower.len, hi, hil) >= 0) break;
         /* A file inside the range (an open bound of the first or last file
          * counts as inside: its rows may start or end anywhere) may hold
          * none of its changed keys: it is hashed first.  A file across a
          * bound of the range is wider than it and holds all the range's keys
          * on that side, changed ones as a rule: it is rewritten unread. */
-        int inside = (!f->lower.len || key_cmp(f->lower.p, f->lower.len, lo, lol) >= 0) &&
-                     (!f->upper.len || !hil || key_cmp(f->upper.p, f->upper.len, hi, hil) <= 0);
+        int inside = (!f->lower.len || cdc__key_cmp(f->lower.p, f->lower.len, lo, lol) >= 0) &&
+                     (!f->upper.len || !hil || cdc__key_cmp(f->upper.p, f->upper.len, hi, hil) <= 0);
         if (inside) f->maybe = 1;
         else f->changed = 1;
     }
@@ -1005,13 +996,11 @@ typedef struct keyref {
     size_t off, len;
 } keyref;
 
-static int key_cmp(const char *a, size_t al, const char *b, size_t bl);
-
 static int cmp_keyref(const void *a, const void *b, void *arena)
 {
     const keyref *x = a, *y = b;
     const char *base = arena;
-    return key_cmp(base + x->off, x->len, base + y->off, y->len);
+    return cdc__key_cmp(base + x->off, x->len, base + y->off, y->len);
 }
 
 /* Sorts the keys and drops repeats (the arena keeps the distinct keys
@@ -1073,8 +1062,8 @@ static int live_row(const char *dir, dfile *f, const char *k, size_t kl, uint64_
                     cdc_error_t *err)
 {
     int rc;
-    if (f->lower.len && key_cmp(k, kl, f->lower.p, f->lower.len) < 0) return 1;
-    if (f->upper.len && key_cmp(k, kl, f->upper.p, f->upper.len) >= 0) return 1;
+    if (f->lower.len && cdc__key_cmp(k, kl, f->lower.p, f->lower.len) < 0) return 1;
+    if (f->upper.len && cdc__key_cmp(k, kl, f->upper.p, f->upper.len) >= 0) return 1;
     if (!f->keys_loaded) {
         char kp[4500];
         keys_path(kp, sizeof kp, dir, f->path);
@@ -1236,7 +1225,7 @@ static int dv_refresh(cdc_store_t *st, const char *table, const char *dir, dlog 
         size_t a = 0, b = nbase;
         while (b - a > 1) {
             size_t m = a + (b - a) / 2;
-            if (key_cmp(base[m]->lower.p, base[m]->lower.len, k, kl) <= 0) a = m;
+            if (cdc__key_cmp(base[m]->lower.p, base[m]->lower.len, k, kl) <= 0) a = m;
             else b = m;
         }
         uint64_t row;

@@ -107,7 +107,7 @@ int cdc__keyidx_load(const char *path, cdc__keyidx *x, cdc_error_t *err)
             cdc__buf_reserve(&x->b, (size_t)sb.st_size + 1);
         }
     }
-    for (; !x->map;) {
+    while (!x->map) { /* read: the file could not be mapped */
         if (x->b.len == x->b.cap) cdc__buf_reserve(&x->b, 1 << 20);
         ssize_t r = read(fd, x->b.p + x->b.len, x->b.cap - x->b.len);
         if (r < 0 && errno == EINTR) continue;
@@ -148,22 +148,6 @@ static int entry(const cdc__keyidx *x, const char **p, uint64_t *shared, const c
     return 0;
 }
 
-/* Keys are short (9 bytes for a bigint): compared 8 bytes at a time here,
- * without a call to memcmp for each of the ~30 comparisons of a lookup. */
-static inline int cmp(const char *a, size_t al, const char *b, size_t bl)
-{
-    size_t m = al < bl ? al : bl, i = 0;
-    for (; i + 8 <= m; i += 8) {
-        uint64_t x, y;
-        memcpy(&x, a + i, 8);
-        memcpy(&y, b + i, 8);
-        if (x != y) return __builtin_bswap64(x) < __builtin_bswap64(y) ? -1 : 1;
-    }
-    for (; i < m; i++)
-        if (a[i] != b[i]) return (unsigned char)a[i] < (unsigned char)b[i] ? -1 : 1;
-    return (al > bl) - (al < bl);
-}
-
 /* Restart i's key against key: <0, 0, >0 as cmp; 2 when damaged. */
 static int restart_cmp(const cdc__keyidx *x, uint32_t i, const char *key, size_t len)
 {
@@ -172,7 +156,7 @@ static int restart_cmp(const cdc__keyidx *x, uint32_t i, const char *key, size_t
     const char *p = x->b.p + o, *rest;
     uint64_t sh, rl;
     if (entry(x, &p, &sh, &rest, &rl)) return 2;
-    int c = cmp(rest, (size_t)rl, key, len);
+    int c = cdc__key_cmp(rest, (size_t)rl, key, len);
     return c < 0 ? -1 : c > 0;
 }
 
@@ -219,7 +203,7 @@ int64_t cdc__keyidx_find(cdc__keyidx *x, const char *key, size_t len, cdc__buf *
         if (entry(x, &p, &sh, &rest, &rl) || sh > cur->len) return -2;
         cur->len = (size_t)sh;
         cdc__buf_put(cur, rest, (size_t)rl);
-        int c = cmp(cur->p, cur->len, key, len);
+        int c = cdc__key_cmp(cur->p, cur->len, key, len);
         if (c == 0) return (int64_t)i;
         if (c > 0) return -1;
     }

@@ -2118,11 +2118,7 @@ int cdc_store_get_keys(cdc_store_t *st, const char *table, const char *const *ke
          * of the chunk (4% of a refresh's samples); "in order" is
          * RocksDB's bytewise order, checked here, since it asserts it. */
         int sorted = 1;
-        for (size_t i = 1; i < c && sorted; i++) {
-            size_t ml = skl[i - 1] < skl[i] ? skl[i - 1] : skl[i];
-            int d = memcmp(sk[i - 1], sk[i], ml);
-            sorted = d < 0 || (d == 0 && skl[i - 1] <= skl[i]);
-        }
+        for (size_t i = 1; i < c && sorted; i++) sorted = cdc__key_cmp(sk[i - 1], skl[i - 1], sk[i], skl[i]) <= 0;
         rocksdb_batched_multi_get_cf(st->db, st->ro, t->cf, c, sk, skl, ps, e, (unsigned char)sorted);
         for (size_t i = 0; i < c; i++) {
             if (!rc && e[i]) rc = cdc__err(err, CDC_EIO, "table %s: read failed: %s", table, e[i]);
