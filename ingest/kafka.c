@@ -98,6 +98,7 @@ typedef struct kpart {
     int64_t began_at;   /* the beginning resolved to this offset at the assignment (-1: not) */
     int64_t verify_at;  /* the stored position, fetched again first to check the topic (-1: not) */
     uint64_t verify_fp; /* the fingerprint the record there must have */
+    int commit_due;     /* applied to since the group's offset was last committed */
 } kpart;
 
 typedef struct throttle {
@@ -173,6 +174,19 @@ struct cdc_kafka {
     const char *reassigned_topic; /* ... or this partition's alone (cooperative; the kpart's topic, */
     int32_t reassigned_partition; /* which stays where it is when k->parts grows) */
     int64_t resubscribe_at;  /* when to join the group again (a partition count changed); 0: not */
+    int64_t commit_last_ms;  /* when the group's offsets were last committed (commit_due) */
+    /* The prefetch's limits and the fetcher's wake (wake_fetcher). */
+    uint64_t queue_max_bytes, queue_min_msgs;
+    uint64_t taken_msgs, taken_bytes; /* records taken from the consumer's queue */
+    uint64_t wake_seen;      /* taken_msgs + queue length at the last wake */
+    int64_t wake_at_ms;      /* no wake before this */
+    int64_t wake_check_ms;   /* no look before this */
+    int wake_wanted;         /* the last look found records to fetch */
+    int wake_backoff_ms;
+    size_t wake_next;        /* round robin over the lagging partitions */
+    uint64_t wakes;
+    int64_t wake_waited_ms;  /* waited for records while the broker had more */
+    int commit_due;          /* some kpart's commit_due is set */
     int fatal;
     char fatal_msg[1100];
 };
@@ -312,10 +326,7 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
     cdc_kafka_t *k = rd_kafka_opaque(rk);
-    if (!k || !k->log) return;
-    int lv = level <= 3 ? CDC_LOG_ERROR : level == 4 ? CDC_LOG_WARN : level <= 6 ? CDC_LOG_INFO : CDC_LOG_DEBUG;
-    /* Connection failures reach error_cb as well, which logs them once. */
-    if (!strcmp(fac, "FAIL")) lv = CDC_LOG_DEBUG;
+    if (!k) return;
     /* A subscribed topic gained partitions.  The group rebalances by
      * itself, but librdkafka 2.0's range assignment was seen to hand out
      * the old partitions only (the stack's broker, a topic taken from 1 to
@@ -323,8 +334,14 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char 
      * the consumer joins the group again a little later, when every
      * member's metadata has the new count (cdc_kafka_run, resubscribe).
      * (Logs come through the consumer's queue: this runs on the thread of
-     * cdc_kafka_run.) */
-    if (!strcmp(fac, "PARTCNT")) k->resubscribe_at = mono_ms() + RESUBSCRIBE_AFTER_MS;
+     * cdc_kafka_run.)  librdkafka says so at LOG_NOTICE; the same facility
+     * at LOG_DEBUG (with debug=topic) is a topic's first count, from 0,
+     * which is no change. */
+    if (!strcmp(fac, "PARTCNT") && level <= 5) k->resubscribe_at = mono_ms() + RESUBSCRIBE_AFTER_MS;
+    if (!k->log) return;
+    int lv = level <= 3 ? CDC_LOG_ERROR : level == 4 ? CDC_LOG_WARN : level <= 6 ? CDC_LOG_INFO : CDC_LOG_DEBUG;
+    /* Connection failures reach error_cb as well, which logs them once. */
+    if (!strcmp(fac, "FAIL")) lv = CDC_LOG_DEBUG;
     if (lv <= CDC_LOG_WARN) {
         char key[64];
         snprintf(key, sizeof key, "log:%s", fac);
@@ -375,6 +392,7 @@ static kpart *part_find(cdc_kafka_t *k, const char *topic, int32_t partition, in
     p->began_at = -1;
     p->verify_at = -1;
     p->verify_fp = 0;
+    p->commit_due = 0;
     k->last_part = k->nparts++;
     return p;
 }
@@ -443,18 +461,32 @@ static int64_t percentile(const cdc_kafka_t *k, double q)
     return k->lat_max;
 }
 
-/* Commits, for monitoring, the replica's positions of the partitions in the
- * batch just applied. */
-static void commit_positions(cdc_kafka_t *k, const kbatch *b)
+/* The group's offsets are committed at most this often.  They are for
+ * monitoring only (the replica's positions say where to resume), and a
+ * commit per batch cost the group coordinator and this thread work on every
+ * batch of a backlog (building the list looked each record's partition up
+ * in it). */
+#define COMMIT_EVERY_MS 1000
+
+/* Commits, for monitoring, the replica's positions of the partitions
+ * applied to since the last commit: when force is set, or when the last
+ * commit is COMMIT_EVERY_MS old (cdc_kafka_run also calls this between
+ * polls, so an idle consumer's offsets catch up within about a second). */
+static void commit_positions(cdc_kafka_t *k, int force)
 {
+    if (!k->commit_due) return;
+    int64_t now = mono_ms();
+    if (!force && now - k->commit_last_ms < COMMIT_EVERY_MS) return;
+    k->commit_due = 0;
+    k->commit_last_ms = now;
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
-    for (size_t i = 0; i < b->n; i++) {
-        const char *topic = rd_kafka_topic_name(b->msgs[i]->rkt);
-        int32_t part = b->msgs[i]->partition;
-        if (rd_kafka_topic_partition_list_find(l, topic, part)) continue;
+    for (size_t i = 0; i < k->nparts; i++) {
+        kpart *p = &k->parts[i];
+        if (!p->commit_due) continue;
+        p->commit_due = 0;
         int64_t stored = -1;
-        if (cdc_store_position(k->st, topic, part, &stored, NULL) || stored < 0) continue;
-        rd_kafka_topic_partition_list_add(l, topic, part)->offset = stored + 1;
+        if (cdc_store_position(k->st, p->topic, p->partition, &stored, NULL) || stored < 0) continue;
+        rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset = stored + 1;
     }
     if (l->cnt) {
         rd_kafka_resp_err_t e = rd_kafka_commit(k->rk, l, 1);
@@ -602,6 +634,7 @@ static int apply_batch(cdc_kafka_t *k, kbatch *b, cdc__event *evs, cdc_error_t *
         for (size_t i = 0; i < b->n; i++) {
             const rd_kafka_message_t *m = b->msgs[i];
             kpart *p = part_find(k, rd_kafka_topic_name(m->rkt), m->partition, 1);
+            if (p) p->commit_due = k->commit_due = 1;
             if (p && (rc == 0 || p->run_next < 0)) {
                 if (rc == 0) {
                     if (m->offset + 1 > p->run_next) p->run_next = m->offset + 1;
@@ -612,7 +645,7 @@ static int apply_batch(cdc_kafka_t *k, kbatch *b, cdc__event *evs, cdc_error_t *
                 }
             }
         }
-        commit_positions(k, b);
+        commit_positions(k, 0);
         cdc__result_add(&k->stats.total, &res);
         cdc__result_add(&k->info_res, &res);
         k->stats.batches++;
@@ -704,6 +737,69 @@ static int flush_full(cdc_kafka_t *k, cdc_error_t *err)
     int rc = apply_batch(k, prev, evs, err);
     if (rc) drop_pending(k);
     return rc;
+}
+
+/* ---- The fetcher's wake ----
+ *
+ * librdkafka 2.0 stops fetching every partition of a broker while the
+ * consumer's queue holds queued.min.messages records or
+ * queued.max.messages.kbytes of them (the limits apply to the queue the
+ * partitions forward to, so all of them stop at once), and looks again only
+ * when its broker thread wakes up: on a response, a request to send, or
+ * after a second (newer versions have fetch.queue.backoff.ms for this).
+ * Under a backlog nothing else comes, so the queue drained while the fetcher
+ * slept: on the backlog of bench/backlog.sh (1,000,000 records, 4
+ * partitions, a 128 MiB queue) the fetcher slept 700 ms with 290,000
+ * records queued, and the queue was down to 10,800 records when it woke;
+ * with a 32 MiB queue the drain took 9 s instead of 3, with 16 MiB 17 s.
+ * So when the queue is down to half its limits while the partitions' high
+ * watermarks say more records wait on the broker, the consumer asks the
+ * leader of a lagging partition for its watermarks: that request wakes the
+ * broker thread, which then fetches again.  The ask is made at most every
+ * WAKE_MIN_MS; when nothing arrived since the last one (a fetch in flight,
+ * or offsets with no record, such as a compacted topic's) the wait doubles,
+ * up to librdkafka's own second. */
+#define WAKE_MIN_MS 10
+#define WAKE_MAX_MS 1000
+#define WAKE_TIMEOUT_MS 500
+
+static void wake_fetcher(cdc_kafka_t *k)
+{
+    int64_t now = mono_ms();
+    if (now < k->wake_at_ms || now < k->wake_check_ms || !k->nparts) return;
+    k->wake_check_ms = now + WAKE_MIN_MS; /* the lag costs a lookup per partition */
+    k->wake_wanted = 0;
+    uint64_t qlen = (uint64_t)rd_kafka_queue_length(k->q);
+    if (qlen * 2 >= k->queue_min_msgs) return;
+    if (k->taken_msgs && k->queue_max_bytes &&
+        qlen * (k->taken_bytes / k->taken_msgs) * 2 >= k->queue_max_bytes)
+        return;
+    /* Records the broker holds beyond what is queued or in a batch. */
+    uint64_t pending = qlen + k->cur->n + k->fl->n;
+    int64_t lag = estimate_lag(k);
+    if (lag <= 0 || (uint64_t)lag <= pending) return;
+    k->wake_wanted = 1; /* cdc_kafka_run waits for records no longer than till the next wake */
+    /* Arrivals since the last wake: the fetcher is running. */
+    uint64_t seen = k->taken_msgs + qlen;
+    if (seen > k->wake_seen) k->wake_backoff_ms = WAKE_MIN_MS;
+    else if (k->wake_backoff_ms < WAKE_MAX_MS) k->wake_backoff_ms *= 2;
+    if (k->wake_backoff_ms > WAKE_MAX_MS) k->wake_backoff_ms = WAKE_MAX_MS;
+    k->wake_seen = seen;
+    k->wake_at_ms = now + k->wake_backoff_ms;
+    /* The next assigned partition, round robin, whose watermark is beyond
+     * what this run applied: partitions led by other brokers get their
+     * turn. */
+    for (size_t n = 0; n < k->nparts; n++) {
+        kpart *p = &k->parts[(k->wake_next + n) % k->nparts];
+        int64_t lo = -1, hi = -1;
+        if (!p->assigned || rd_kafka_get_watermark_offsets(k->rk, p->topic, p->partition, &lo, &hi) || hi < 0 ||
+            (p->run_next >= 0 && hi <= p->run_next))
+            continue;
+        k->wake_next = (k->wake_next + n + 1) % k->nparts;
+        k->wakes++;
+        rd_kafka_query_watermark_offsets(k->rk, p->topic, p->partition, &lo, &hi, WAKE_TIMEOUT_MS);
+        return;
+    }
 }
 
 /* ---- Rebalances ---- */
@@ -798,6 +894,8 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
             snprintf(k->fatal_msg, sizeof k->fatal_msg, "%s", e.msg[0] ? e.msg : cdc_strerror(rc));
         }
     }
+    /* ... and their offsets committed while the partitions are still ours. */
+    if (!k->closing) commit_positions(k, 1);
 
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         for (int i = 0; i < parts->cnt; i++) {
@@ -855,23 +953,25 @@ static int is_secret(const char *name)
 }
 
 /* Defaults of the consumer's prefetch, which --kafka-config and the
- * properties override.  librdkafka (2.0, Debian 12's) stops fetching a
- * partition for a whole second (rd_kafka_max_block_ms; fetch.queue.backoff.ms
- * came in 2.1) whenever the consumer's queue holds queued.min.messages
- * messages or queued.max.messages.kbytes of them; under a backlog the queue
- * is full by then, and the apply, which takes 100,000 records (librdkafka's
- * default) in a third of a second, then waits for the rest of it.  Draining
- * the backlog of bench/backlog.sh (1,000,000 records of about 650 bytes, 4
- * partitions, batches of 10,000; two runs each, on 2 shared cores) took
- * 6.5 s with librdkafka's defaults (peak RSS 290 MiB), 4.7 s with 1,000,000
- * messages (320 MiB), 3.8 s with 1,000,000 messages and 128 MiB (445 MiB),
- * 3.6 s with 256 MiB (650 MiB); `cdcstore apply` of the file, 2.9 s.  The
- * queue fills only while the ingest is behind, so the memory is a
- * backlog's; give a smaller queued.max.messages.kbytes in --kafka-config
- * where it matters more than the drain. */
+ * properties override.  librdkafka (2.0, Debian 12's) stops fetching while
+ * the consumer's queue holds queued.min.messages records or
+ * queued.max.messages.kbytes of them, and by itself looks again only a
+ * second later; wake_fetcher wakes it once the queue is down to half, so
+ * the queue need not hold a second's worth.  Draining the backlog of
+ * bench/backlog.sh (1,000,000 records of about 650 bytes, 4 partitions,
+ * batches of 10,000, 1,000,000 messages at most; on 2 shared cores,
+ * interleaved): without the wake, 128 MiB took 3.1-3.9 s (peak RSS 468-484
+ * MB), 32 MiB 9.1 s and 16 MiB 16-17 s; with it, 128 MiB 3.1-3.5 s (465-502
+ * MB), 64 MiB 3.0-3.3 s (366-403 MB), 32 MiB 3.0-3.8 s (288-313 MB), 16 MiB
+ * 3.2-3.4 s (279-288 MB).  Newer librdkafka wait fetch.queue.backoff.ms
+ * instead of the second, and would ignore the wake: it is set short where
+ * known (prefetch_newer). */
 static const char *const prefetch[][2] = {
     {"queued.min.messages", "1000000"},
-    {"queued.max.messages.kbytes", "131072"},
+    {"queued.max.messages.kbytes", "32768"},
+};
+static const char *const prefetch_newer[][2] = {
+    {"fetch.queue.backoff.ms", "10"},
 };
 
 static const char *const forced[][2] = {
@@ -1041,6 +1141,8 @@ int cdc_kafka_open(cdc_store_t *st, const cdc_kafka_options_t *o, cdc_kafka_t **
     char buf[512], group[1024];
     size_t bl;
     if ((rc = conf_pairs(conf, prefetch, sizeof prefetch / sizeof prefetch[0], err))) goto fail;
+    for (size_t i = 0; i < sizeof prefetch_newer / sizeof prefetch_newer[0]; i++) /* unknown to 2.0: fine */
+        rd_kafka_conf_set(conf, prefetch_newer[i][0], prefetch_newer[i][1], buf, sizeof buf);
     if (o->config_file && (rc = conf_file(k, conf, o->config_file, &set_reset, err))) goto fail;
     for (size_t i = 0; i < o->nproperties; i++) {
         const cdc_kafka_property_t *p = &o->properties[i];
@@ -1084,6 +1186,13 @@ int cdc_kafka_open(cdc_store_t *st, const cdc_kafka_options_t *o, cdc_kafka_t **
         goto fail;
     }
     conf = NULL; /* owned by k->rk now */
+    k->wake_backoff_ms = WAKE_MIN_MS;
+    bl = sizeof buf;
+    if (rd_kafka_conf_get(rd_kafka_conf(k->rk), "queued.max.messages.kbytes", buf, &bl) == RD_KAFKA_CONF_OK)
+        k->queue_max_bytes = strtoull(buf, NULL, 10) * 1024;
+    bl = sizeof buf;
+    if (rd_kafka_conf_get(rd_kafka_conf(k->rk), "queued.min.messages", buf, &bl) == RD_KAFKA_CONF_OK)
+        k->queue_min_msgs = strtoull(buf, NULL, 10);
     rd_kafka_set_log_queue(k->rk, NULL);
     rd_kafka_poll_set_consumer(k->rk);
     k->q = rd_kafka_queue_get_consumer(k->rk);
@@ -1287,6 +1396,8 @@ static int take(cdc_kafka_t *k, rd_kafka_message_t *m, cdc_error_t *err)
         if (rc != 1) return rc; /* m taken */
     }
     throttle_reset(k);
+    k->taken_msgs++;
+    k->taken_bytes += m->len + m->key_len;
     kbatch *b = k->cur;
     if (b->n == b->cap) {
         size_t nc = b->cap ? b->cap * 2 : 256;
@@ -1338,6 +1449,8 @@ int cdc_kafka_run(cdc_kafka_t *k, cdc_error_t *err)
             rc = flush(k, err);
             break;
         }
+        commit_positions(k, 0);
+        wake_fetcher(k);
         int timeout = POLL_MS;
         if (k->cur->n) {
             int64_t left = k->deadline_ms - mono_ms();
@@ -1353,6 +1466,10 @@ int cdc_kafka_run(cdc_kafka_t *k, cdc_error_t *err)
             int64_t left = k->fl_deadline_ms - mono_ms();
             if (left < timeout) timeout = left > 0 ? (int)left : 0;
         }
+        if (k->wake_wanted) {
+            int64_t left = k->wake_at_ms - mono_ms();
+            if (left < timeout) timeout = left > 1 ? (int)left : 1;
+        }
         /* Records already fetched are taken many at a time, with one lock
          * of the consumer's queue (a lock per record took a fifth of this
          * thread's time on a backlog); waiting for a record, one. */
@@ -1360,7 +1477,9 @@ int cdc_kafka_run(cdc_kafka_t *k, cdc_error_t *err)
         size_t room = k->batch_max - k->cur->n < TAKE_MAX ? k->batch_max - k->cur->n : TAKE_MAX;
         ssize_t got = rd_kafka_consume_batch_queue(k->q, 0, ms, room);
         if (got <= 0) {
+            int64_t w0 = k->wake_wanted ? mono_ms() : 0;
             rd_kafka_message_t *m = rd_kafka_consumer_poll(k->rk, timeout);
+            if (w0) k->wake_waited_ms += mono_ms() - w0;
             if (!m) {
                 if (k->fl->n && mono_ms() >= k->fl_deadline_ms && (rc = finish_decoding(k, err))) {
                     drop_pending(k);
@@ -1383,7 +1502,11 @@ int cdc_kafka_run(cdc_kafka_t *k, cdc_error_t *err)
         k->reassigned_topic = NULL;
         if (rc) break;
     }
+    commit_positions(k, 1);
     info_line(k, 1);
+    if (k->wakes)
+        klog(k, CDC_LOG_DEBUG, "the fetcher was woken %llu times; %lld ms waited for records the broker had",
+             (unsigned long long)k->wakes, (long long)k->wake_waited_ms);
     return rc;
 }
 

@@ -507,6 +507,61 @@ Test(kafka, a_backlog_in_large_batches_gives_the_final_state_and_replays_change_
     mock_stop(&m);
 }
 
+/* librdkafka stops fetching while the consumer's queue is at its limits
+ * and, by itself, looks again only a second later; the consumer wakes the
+ * fetcher once the queue is down to half of them (wake_fetcher).  With a
+ * limit of 10 records and record batches of 20 (a fetch of the mock brings
+ * one), the 3,000 records below need 150 refills: a second each without the
+ * wake (150 s), 5-11 s in all with it here.  The bound of 60 s is far from
+ * either. */
+Test(kafka, a_backlog_larger_than_the_prefetch_queue_is_read_without_pauses)
+{
+    mock m;
+    mock_start(&m, TOPIC, 1);
+    enum { NREC = 3000, NKEY = 500 };
+    int state[NKEY + 1];
+    for (int i = 0; i <= NKEY; i++) state[i] = -1;
+    for (int i = 0; i < NREC; i++) {
+        int k = 1 + i % NKEY;
+        char key[32];
+        snprintf(key, sizeof key, "{\"order_id\":%d}", k);
+        char *val = order_upsert(k, i, state[k] >= 0, 9000 + 8 * (unsigned long long)i);
+        produce(&m, TOPIC, 0, key, val);
+        free(val);
+        state[k] = i;
+        if (i % 20 == 19) produce_flush(&m); /* record batches of 20 */
+    }
+    produce_flush(&m);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    run_ctx c;
+    ctx_init(&c, st, TOPIC, 1);
+    c.until_read = NREC;
+    cdc_kafka_options_t o = kopts(&c, &m, "g-prefetch", 1000, 50);
+    cdc_kafka_property_t props[8];
+    memcpy(props, o.properties, o.nproperties * sizeof *props);
+    props[o.nproperties++] = (cdc_kafka_property_t){"queued.min.messages", "10"};
+    props[o.nproperties++] = (cdc_kafka_property_t){"queued.max.messages.kbytes", "1024"};
+    o.properties = props;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cdc_kafka_stats_t s = live(st, &o, &c, 60000);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    cr_assert_eq(s.total.read, NREC);
+    cr_assert_eq(position(st, TOPIC, 0), NREC - 1);
+    char *expect = orders_csv(state, NKEY);
+    char *csv = tu_export(st, TABLE, 0);
+    cr_assert_str_eq(csv, expect);
+    free(csv);
+    free(expect);
+    cr_log_info("drained in %.1f s", (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    ctx_free(&c);
+    mock_stop(&m);
+}
+
 /* Full batches under a backlog are decoded on a thread of their own while
  * the batch before is applied, so when the stop flag comes a full batch may
  * be consumed and decoded but not applied.  Stopped after 3 batches of 300
@@ -1037,6 +1092,73 @@ Test(kafka, the_stop_flag_applies_the_pending_batch)
     cdc_kafka_close(k);
     cr_assert_eq(position(st, TOPIC, 0), DOC_N);
     cr_assert_eq(committed(&m, "g-stop", TOPIC, 0), DOC_N + 1);
+    cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+    ctx_free(&c);
+    mock_stop(&m);
+}
+
+/* What a second thread reads of the group's offset while the consumer
+ * runs: once the batch is applied and 2 s more have passed. */
+typedef struct commit_probe {
+    run_ctx *c;
+    const mock *m;
+    const char *group;
+    int64_t seen;
+    pthread_t th;
+} commit_probe;
+
+static void *commit_probe_main(void *arg)
+{
+    commit_probe *pr = arg;
+    for (int t = 0; t < 60000; t += 10) {
+        pthread_mutex_lock(&pr->c->mu);
+        int applied = pr->c->log && strstr(pr->c->log, "records in");
+        pthread_mutex_unlock(&pr->c->mu);
+        if (applied) break;
+        usleep(10000);
+    }
+    usleep(2000000);
+    pr->seen = committed(pr->m, pr->group, pr->c->topic, 0);
+    return NULL;
+}
+
+/* With debug=topic, librdkafka logs a topic's first partition count (from
+ * 0) under the facility of a partition count change: that is no change,
+ * and the consumer must not leave and join its group again for it (it did
+ * 3 s later, throwing away what it had fetched).  The group's offset is
+ * committed while the run goes on, not only at its end. */
+Test(kafka, a_debug_log_of_the_first_partition_count_does_not_rejoin_the_group)
+{
+    mock m;
+    mock_start(&m, TOPIC, 1);
+    produce_doc(&m, TOPIC);
+    char *dir = tu_tmpdir();
+    cdc_store_t *st = tu_open(dir);
+    run_ctx c;
+    ctx_init(&c, st, TOPIC, 1);
+    cdc_kafka_options_t o = kopts(&c, &m, "g-debug", 100000, 50);
+    cdc_kafka_property_t props[8];
+    memcpy(props, o.properties, o.nproperties * sizeof *props);
+    props[o.nproperties] = (cdc_kafka_property_t){"debug", "topic"};
+    o.properties = props;
+    o.nproperties++;
+    cdc_kafka_t *k = kopen(st, &o);
+    commit_probe pr = {.c = &c, .m = &m, .group = "g-debug", .seen = -2};
+    pthread_create(&pr.th, NULL, commit_probe_main, &pr);
+    cdc_error_t e = {0};
+    cr_assert_eq(run_assigned(k, &c, 4500, 120000, &e), 0, "run: %s", e.msg);
+    pthread_join(pr.th, NULL);
+    cdc_kafka_stats_t s;
+    cdc_kafka_stats(k, &s);
+    cr_assert_eq(s.total.read, DOC_N, "log:\n%s", c.log ? c.log : "");
+    cr_assert_not_null(strstr(c.log, "PARTCNT"), "the debug log was not seen; log:\n%s", c.log);
+    cr_assert_null(strstr(c.log, "joining the group again"), "log:\n%s", c.log);
+    cr_assert_null(strstr(c.log, "revoked"), "log:\n%s", c.log); /* before the close's own */
+    cdc_kafka_close(k);
+    cr_assert_eq(pr.seen, DOC_N, "the group's offset during the run: %lld", (long long)pr.seen);
+    cr_assert_eq(position(st, TOPIC, 0), DOC_N - 1);
     cdc_store_close(st);
     tu_rmrf(dir);
     free(dir);
