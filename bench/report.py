@@ -575,7 +575,10 @@ def backlog_section(rows):
            "partitioned by key (murmur2), acks=all. Then, interleaved, `cdcstore ingest` of the topic into "
            "a new replica (`--from-beginning`, batches of 10,000), timed from its start until its last "
            "record was applied (its `--metrics-addr` figures, read every 10 ms near the end), and "
-           "`cdcstore apply --batch-size 10000` of the file into a new replica, timed as a whole. Both "
+           "`cdcstore apply --batch-size 10000` of the file into a new replica, timed as a whole; before them "
+           "one untimed warm-up of each (the broker's first consumer group creates its __consumer_offsets "
+           "topic, and librdkafka asks for the coordinator again only a second later; a broker serving "
+           "Kafka Connect has it long before). Both "
            "replicas are exported and compared with the expected CSV. CPU-seconds: user + system of "
            "the cdcstore process (the ingest's at its end); the broker's CPU during the ingest apart. "
            f"Goal: ingest at {BACKLOG_GOAL:.0%} of apply's events/s or more.", "",
