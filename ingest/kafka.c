@@ -180,8 +180,8 @@ struct cdc_kafka {
     uint64_t taken_msgs, taken_bytes; /* records taken from the consumer's queue */
     uint64_t wake_seen;      /* taken_msgs + queue length at the last wake */
     int64_t wake_at_ms;      /* no wake before this */
-    int64_t wake_check_ms;   /* no look before this */
-    int wake_wanted;         /* the last look found records to fetch */
+    int wake_armed;          /* the queue came near its limits: the fetcher may stop */
+    int wake_wanted;         /* a wake is due: records wait on the broker */
     int wake_backoff_ms;
     size_t wake_next;        /* round robin over the lagging partitions */
     uint64_t wakes;
@@ -351,17 +351,22 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char 
     }
 }
 
+static kpart *part_find(cdc_kafka_t *k, const char *topic, int32_t partition, int create);
+
 static void commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *offsets,
                       void *opaque)
 {
     (void)rk;
-    (void)offsets;
     cdc_kafka_t *k = opaque;
-    /* A commit sent while the group rebalances is refused; the next batch's
-     * commit brings the monitoring offsets up to date. */
+    /* A commit sent while the group rebalances is refused; the partitions
+     * still ours are committed again with the next (commit_positions). */
     if (err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS || err == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
         err == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID) {
         klog(k, CDC_LOG_DEBUG, "committing the group offsets: %s (a rebalance)", rd_kafka_err2str(err));
+        for (int i = 0; offsets && i < offsets->cnt; i++) {
+            kpart *p = part_find(k, offsets->elems[i].topic, offsets->elems[i].partition, 0);
+            if (p && p->assigned) p->commit_due = k->commit_due = 1;
+        }
         return;
     }
     if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET)
@@ -752,40 +757,46 @@ static int flush_full(cdc_kafka_t *k, cdc_error_t *err)
  * partitions, a 128 MiB queue) the fetcher slept 700 ms with 290,000
  * records queued, and the queue was down to 10,800 records when it woke;
  * with a 32 MiB queue the drain took 9 s instead of 3, with 16 MiB 17 s.
- * So when the queue is down to half its limits while the partitions' high
- * watermarks say more records wait on the broker, the consumer asks the
- * leader of a lagging partition for its watermarks: that request wakes the
- * broker thread, which then fetches again.  The ask is made at most every
- * WAKE_MIN_MS; when nothing arrived since the last one (a fetch in flight,
- * or offsets with no record, such as a compacted topic's) the wait doubles,
- * up to librdkafka's own second. */
+ * So once the queue has come near its limits and is down to half of them
+ * again, while the partitions' high watermarks say more records wait on the
+ * broker, the consumer asks the leader of a lagging partition for its
+ * watermarks: that request wakes the broker thread, which then fetches
+ * again.  Until records arrive the ask is repeated, the wait between asks
+ * doubling from WAKE_MIN_MS up to librdkafka's own second (a fetch in
+ * flight, or offsets with no record, such as a compacted topic's). */
 #define WAKE_MIN_MS 10
 #define WAKE_MAX_MS 1000
-#define WAKE_TIMEOUT_MS 500
+#define WAKE_TIMEOUT_MS 200 /* a broker that does not answer (an outage) holds the loop this long */
 
 static void wake_fetcher(cdc_kafka_t *k)
 {
-    int64_t now = mono_ms();
-    if (now < k->wake_at_ms || now < k->wake_check_ms || !k->nparts) return;
-    k->wake_check_ms = now + WAKE_MIN_MS; /* the lag costs a lookup per partition */
-    k->wake_wanted = 0;
     uint64_t qlen = (uint64_t)rd_kafka_queue_length(k->q);
-    if (qlen * 2 >= k->queue_min_msgs) return;
-    if (k->taken_msgs && k->queue_max_bytes &&
-        qlen * (k->taken_bytes / k->taken_msgs) * 2 >= k->queue_max_bytes)
+    uint64_t bytes = k->taken_msgs ? qlen * (k->taken_bytes / k->taken_msgs) : 0;
+    /* Armed once the queue comes near its limits: only then can the
+     * fetcher have stopped (a trickle never arms it, and costs nothing). */
+    if (qlen * 4 >= k->queue_min_msgs * 3 || (k->queue_max_bytes && bytes * 4 >= k->queue_max_bytes * 3)) {
+        k->wake_armed = 1;
         return;
-    /* Records the broker holds beyond what is queued or in a batch. */
-    uint64_t pending = qlen + k->cur->n + k->fl->n;
+    }
+    if (!k->wake_armed || qlen * 2 >= k->queue_min_msgs || (k->queue_max_bytes && bytes * 2 >= k->queue_max_bytes))
+        return;
+    int64_t now = mono_ms();
+    if (now < k->wake_at_ms) return;
+    /* Records the broker holds beyond what is queued or in a batch (the
+     * lag costs a lookup per partition, hence not before this point). */
     int64_t lag = estimate_lag(k);
-    if (lag <= 0 || (uint64_t)lag <= pending) return;
-    k->wake_wanted = 1; /* cdc_kafka_run waits for records no longer than till the next wake */
-    /* Arrivals since the last wake: the fetcher is running. */
+    if (lag <= 0 || (uint64_t)lag <= qlen + k->cur->n + k->fl->n) {
+        k->wake_armed = k->wake_wanted = 0; /* the backlog is read */
+        return;
+    }
+    /* Records arrived since the last wake: the fetcher ran. */
     uint64_t seen = k->taken_msgs + qlen;
     if (seen > k->wake_seen) k->wake_backoff_ms = WAKE_MIN_MS;
     else if (k->wake_backoff_ms < WAKE_MAX_MS) k->wake_backoff_ms *= 2;
     if (k->wake_backoff_ms > WAKE_MAX_MS) k->wake_backoff_ms = WAKE_MAX_MS;
     k->wake_seen = seen;
     k->wake_at_ms = now + k->wake_backoff_ms;
+    k->wake_wanted = 1; /* cdc_kafka_run waits for records no longer than till the next wake */
     /* The next assigned partition, round robin, whose watermark is beyond
      * what this run applied: partitions led by other brokers get their
      * turn. */
@@ -895,7 +906,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
         }
     }
     /* ... and their offsets committed while the partitions are still ours. */
-    if (!k->closing) commit_positions(k, 1);
+    if (!k->closing && !rd_kafka_assignment_lost(rk)) commit_positions(k, 1);
 
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         for (int i = 0; i < parts->cnt; i++) {
