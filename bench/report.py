@@ -625,6 +625,14 @@ def backlog_section(rows):
                          f"(goal x{BACKLOG_GOAL:.2f} or more)")
         else:
             lines.append(f"- run {run}: no ratio (a program failed)")
+    ratios = sorted(eps(i) / eps(a) for run in runs
+                    for i in [next((r for r in brows if r.get("run") == run and r.get("what") == "ingest"), None)]
+                    for a in [next((r for r in brows if r.get("run") == run and r.get("what") == "apply"), None)]
+                    if eps(i) and eps(a))
+    if len(ratios) >= 3:
+        med = ratios[len(ratios) // 2] if len(ratios) % 2 else (ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2]) / 2
+        lines.append(f"- median of the {len(ratios)} runs' ratios (each run's pair shares the machine's load): "
+                     f"x{med:.2f}: **{'met' if med >= BACKLOG_GOAL else 'NOT met'}** (goal x{BACKLOG_GOAL:.2f} or more)")
     return out + [""] + (lines + [""] if lines else [])
 
 
