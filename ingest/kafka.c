@@ -839,9 +839,10 @@ static void wake_fetcher(cdc_kafka_t *k)
         return;
     int64_t now = mono_ms();
     if (now < k->wake_at_ms) return;
-    /* Records the broker holds beyond what is queued or in a batch (the
-     * lag costs a lookup per partition, hence not before this point). */
-    int64_t lag = estimate_lag(k);
+    /* Records the broker holds beyond what is queued or in a batch: the lag
+     * as of the last batch applied (estimate_lag costs a lookup per
+     * partition, and librdkafka finds a topic by its name in a list). */
+    int64_t lag = k->stats.lag;
     if (lag <= 0 || (uint64_t)lag <= qlen + k->cur->n + k->fl->n) {
         k->wake_armed = k->wake_wanted = 0; /* the backlog is read */
         return;
