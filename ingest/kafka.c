@@ -99,6 +99,8 @@ typedef struct kpart {
     int64_t verify_at;  /* the stored position, fetched again first to check the topic (-1: not) */
     uint64_t verify_fp; /* the fingerprint the record there must have */
     int commit_due;     /* applied to since the group's offset was last committed */
+    int lag_due;        /* in the batch just applied: its watermarks to be looked up (estimate_lag) */
+    int64_t lo, hi;     /* its watermarks as last looked up; hi -1: not yet */
 } kpart;
 
 typedef struct throttle {
@@ -187,6 +189,7 @@ struct cdc_kafka {
     int32_t reassigned_partition; /* which stays where it is when k->parts grows) */
     int64_t resubscribe_at;  /* when to join the group again (a partition count changed); 0: not */
     int64_t commit_last_ms;  /* when the group's offsets were last committed (commit_due) */
+    int64_t lag_all_ms;      /* when estimate_lag last looked every partition up */
     /* The prefetch's limits and the fetcher's wake (wake_fetcher). */
     uint64_t queue_max_bytes, queue_min_msgs;
     uint64_t taken_msgs, taken_bytes; /* records taken from the consumer's queue */
@@ -410,20 +413,42 @@ static kpart *part_find(cdc_kafka_t *k, const char *topic, int32_t partition, in
     p->verify_at = -1;
     p->verify_fp = 0;
     p->commit_due = 0;
+    p->lag_due = 0;
+    p->lo = p->hi = -1;
     k->last_part = k->nparts++;
     return p;
 }
 
-/* Records between what was applied and the high watermarks last fetched. */
+/* Records between what was applied and the high watermarks last fetched.
+ * librdkafka 2.0 finds a partition's watermarks by its topic's name in a
+ * list of topics, so a lookup of every partition after every batch cost a
+ * replica of a thousand single-partition topics some 500,000 name
+ * comparisons a batch.  A partition's watermarks are therefore looked up
+ * again when the batch just applied held its records (lag_due) and, for
+ * all of them, at most every LAG_ALL_MS; between, the last ones found
+ * count. */
+#define LAG_ALL_MS 1000
+
 static int64_t estimate_lag(cdc_kafka_t *k)
 {
     int64_t lag = 0;
     int known = 0;
+    int64_t now = mono_ms();
+    int all = now - k->lag_all_ms >= LAG_ALL_MS;
+    if (all) k->lag_all_ms = now;
     for (size_t i = 0; i < k->nparts; i++) {
         kpart *p = &k->parts[i];
         if (!p->assigned) continue;
-        int64_t lo = -1, hi = -1;
-        if (rd_kafka_get_watermark_offsets(k->rk, p->topic, p->partition, &lo, &hi) || hi < 0) continue;
+        if (all || p->lag_due || p->hi < 0) {
+            int64_t lo = -1, hi = -1;
+            if (!rd_kafka_get_watermark_offsets(k->rk, p->topic, p->partition, &lo, &hi) && hi >= 0) {
+                p->lo = lo;
+                p->hi = hi;
+            }
+            p->lag_due = 0;
+        }
+        if (p->hi < 0) continue;
+        int64_t lo = p->lo, hi = p->hi;
         int64_t next = p->run_next;
         if (next < 0) {
             int64_t stored = -1;
@@ -698,7 +723,7 @@ static int apply_batch(cdc_kafka_t *k, kbatch *b, cdc__event *evs, cdc_error_t *
         for (size_t i = 0; i < b->n; i++) {
             const rd_kafka_message_t *m = b->msgs[i];
             kpart *p = part_find(k, rd_kafka_topic_name(m->rkt), m->partition, 1);
-            if (p) p->commit_due = k->commit_due = 1;
+            if (p) p->commit_due = k->commit_due = p->lag_due = 1;
             if (p && (rc == 0 || p->run_next < 0)) {
                 if (rc == 0) {
                     if (m->offset + 1 > p->run_next) p->run_next = m->offset + 1;
@@ -978,6 +1003,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
             tp->offset = start_offset(k, p, &stored);
             p->assigned = 1;
             p->began_at = -1;
+            p->hi = -1; /* watermarks looked up again (estimate_lag) */
             if (tp->offset == RD_KAFKA_OFFSET_BEGINNING)
                 klog(k, CDC_LOG_INFO, "assigned %s[%d]: from the beginning (%s)", tp->topic, (int)tp->partition,
                      k->from_beginning ? "--from-beginning" : "no stored position");
