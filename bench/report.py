@@ -539,7 +539,12 @@ def merge(old, new, rows, started=None):
         body = lambda t: t.split("```")[1].strip("\n") if t.count("```") >= 2 else ""
         ob, nb = body(oldc), body(newc)
         if ob and ob.split("\n")[0] not in nb:
-            combined = newc.replace(nb, ob + "\n" + nb, 1)
+            # The old body may end with the start of this commands file (an
+            # earlier partial run on the same file): that part once.
+            ol, nl = ob.split("\n"), nb.split("\n")
+            cut = next((i for i in range(len(ol)) if len(ol) - i <= len(nl) and nl[:len(ol) - i] == ol[i:]),
+                       len(ol))
+            combined = newc.replace(nb, dedupe_runs("\n".join(ol[:cut] + nl)), 1)
             merged = [(k, combined if k == "Commands of this run" else t) for k, t in merged]
     # What was not measured: only what no section of the merged file shows.
     have = {k for k, _ in merged}
@@ -562,6 +567,27 @@ def merge(old, new, rows, started=None):
 
 
 BACKLOG_GOAL = 0.9
+
+
+def dedupe_runs(text):
+    """The commands text with each partial run's block ("# HH:MM UTC: again with ...", then its
+    commands) kept once, in its first place: older files repeat blocks they merged before."""
+    blocks, cur = [], []
+    for line in text.split("\n"):
+        if line.startswith("# ") and ": again with BENCH_STEPS=" in line and cur:
+            blocks.append(cur)
+            cur = []
+        cur.append(line)
+    if cur:
+        blocks.append(cur)
+    seen, out = set(), []
+    for b in blocks:
+        key = "\n".join(b)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.extend(b)
+    return "\n".join(out)
 
 
 def backlog_section(rows):
