@@ -1055,10 +1055,10 @@ static int is_secret(const char *name)
  * the queue need not hold a second's worth.  Draining the backlog of
  * bench/backlog.sh (1,000,000 records of about 650 bytes, 4 partitions,
  * batches of 10,000, 1,000,000 messages at most; on 2 shared cores,
- * interleaved): without the wake, 128 MiB took 3.1-3.9 s (peak RSS 468-484
- * MB), 32 MiB 9.1 s and 16 MiB 16-17 s; with it, 128 MiB 3.1-3.5 s (465-502
- * MB), 64 MiB 3.0-3.3 s (366-403 MB), 32 MiB 3.0-3.8 s (288-313 MB), 16 MiB
- * 3.2-3.4 s (279-288 MB).  Newer librdkafka wait fetch.queue.backoff.ms
+ * interleaved): without the wake, 128 MiB took 3.1-3.9 s and once 6.1 s
+ * (peak RSS 459-484 MB), 32 MiB 9.1 s and 16 MiB 16-17 s; with it, 128 MiB
+ * 3.1-3.6 s (465-502 MB), 64 MiB 3.0-3.3 s (366-403 MB), 32 MiB 3.0-3.8 s
+ * (288-326 MB), 16 MiB 3.2-3.4 s (279-288 MB).  Newer librdkafka wait fetch.queue.backoff.ms
  * instead of the second, and would ignore the wake: it is set short where
  * known (prefetch_newer). */
 static const char *const prefetch[][2] = {
