@@ -124,8 +124,7 @@ typedef struct kbatch {
 typedef struct kgarbage {
     rd_kafka_message_t **msgs;
     size_t n, cap;
-    cdc__event *evs;
-    size_t nevs;
+    cdc__event *evs; /* n of them, one per message */
 } kgarbage;
 
 struct cdc_kafka {
@@ -546,10 +545,9 @@ static void drop_batch(kbatch *b)
 static void garbage_free(kgarbage *g)
 {
     for (size_t i = 0; i < g->n; i++) rd_kafka_message_destroy(g->msgs[i]);
-    g->n = 0;
-    cdc__events_free(g->evs, g->nevs);
+    cdc__events_free(g->evs, g->n);
     g->evs = NULL;
-    g->nevs = 0;
+    g->n = 0;
 }
 
 /* Keeps batch b's messages and its events evs (applied) in k->gc until the
@@ -566,7 +564,6 @@ static void garbage_keep(cdc_kafka_t *k, kbatch *b, cdc__event *evs)
     k->gc.cap = b->cap;
     k->gc.n = b->n;
     k->gc.evs = evs;
-    k->gc.nevs = b->n;
     b->msgs = m;
     b->cap = cap;
     b->n = 0;
@@ -880,17 +877,15 @@ static void wake_fetcher(cdc_kafka_t *k)
     k->wake_seen = seen;
     k->wake_at_ms = now + k->wake_backoff_ms;
     k->wake_wanted = 1; /* cdc_kafka_run waits for records no longer than till the next wake */
-    /* The next assigned partition, round robin, whose watermark is beyond
-     * what this run applied: partitions led by other brokers get their
-     * turn. */
+    /* The next assigned partition, round robin, whose watermark (as the
+     * lag last found it) is beyond what this run applied: partitions led by
+     * other brokers get their turn. */
     for (size_t n = 0; n < k->nparts; n++) {
         kpart *p = &k->parts[(k->wake_next + n) % k->nparts];
-        int64_t lo = -1, hi = -1;
-        if (!p->assigned || rd_kafka_get_watermark_offsets(k->rk, p->topic, p->partition, &lo, &hi) || hi < 0 ||
-            (p->run_next >= 0 && hi <= p->run_next))
-            continue;
+        if (!p->assigned || p->hi < 0 || (p->run_next >= 0 && p->hi <= p->run_next)) continue;
         k->wake_next = (k->wake_next + n + 1) % k->nparts;
         k->wakes++;
+        int64_t lo, hi;
         rd_kafka_query_watermark_offsets(k->rk, p->topic, p->partition, &lo, &hi, WAKE_TIMEOUT_MS);
         return;
     }

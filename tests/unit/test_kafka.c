@@ -220,6 +220,15 @@ static void test_on_batch(void *opaque, const cdc_kafka_batch_t *b)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* o's properties, then name=value, in props (room for 8 in all). */
+static void kopts_add(cdc_kafka_options_t *o, cdc_kafka_property_t *props, const char *name, const char *value)
+{
+    if (o->properties != props) memcpy(props, o->properties, o->nproperties * sizeof *props);
+    cr_assert_lt(o->nproperties, 8);
+    props[o->nproperties++] = (cdc_kafka_property_t){name, value};
+    o->properties = props;
+}
+
 static cdc_kafka_options_t kopts(run_ctx *c, const mock *m, const char *group, size_t batch, int ms)
 {
     static const cdc_kafka_property_t props[] = {
@@ -539,10 +548,8 @@ Test(kafka, a_backlog_larger_than_the_prefetch_queue_is_read_without_pauses)
     c.until_read = NREC;
     cdc_kafka_options_t o = kopts(&c, &m, "g-prefetch", 1000, 50);
     cdc_kafka_property_t props[8];
-    memcpy(props, o.properties, o.nproperties * sizeof *props);
-    props[o.nproperties++] = (cdc_kafka_property_t){"queued.min.messages", "10"};
-    props[o.nproperties++] = (cdc_kafka_property_t){"queued.max.messages.kbytes", "1024"};
-    o.properties = props;
+    kopts_add(&o, props, "queued.min.messages", "10");
+    kopts_add(&o, props, "queued.max.messages.kbytes", "1024");
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     cdc_kafka_stats_t s = live(st, &o, &c, 60000);
@@ -1140,10 +1147,7 @@ Test(kafka, a_debug_log_of_the_first_partition_count_does_not_rejoin_the_group)
     ctx_init(&c, st, TOPIC, 1);
     cdc_kafka_options_t o = kopts(&c, &m, "g-debug", 100000, 50);
     cdc_kafka_property_t props[8];
-    memcpy(props, o.properties, o.nproperties * sizeof *props);
-    props[o.nproperties] = (cdc_kafka_property_t){"debug", "topic"};
-    o.properties = props;
-    o.nproperties++;
+    kopts_add(&o, props, "debug", "topic");
     cdc_kafka_t *k = kopen(st, &o);
     commit_probe pr = {.c = &c, .m = &m, .group = "g-debug", .seen = -2};
     pthread_create(&pr.th, NULL, commit_probe_main, &pr);
