@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -2492,6 +2493,69 @@ Test(apply, foreign_directory_refused)
     cdc_store_close(st);
     cr_expect_eq(cdc_store_open(dir, &ro, &st, &e), 0, "%s", e.msg);
     cdc_store_close(st);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/* ---- The logs a writer leaves ---- */
+
+static uint64_t log_bytes_of(const char *dir)
+{
+    uint64_t total = 0;
+    DIR *d = opendir(dir);
+    cr_assert(d);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t n = strlen(de->d_name);
+        if (n < 5 || strcmp(de->d_name + n - 4, ".log")) continue;
+        char path[600];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (stat(path, &sb) == 0) total += (uint64_t)sb.st_size;
+    }
+    closedir(d);
+    return total;
+}
+
+/* A writer that wrote more than 16 MiB of log flushes every family at its
+ * close, so the next open (every read-only command) replays nothing: the
+ * metadata family, written by every batch, had kept every log since its
+ * last flush.  The replica reads the same after it, positions included. */
+Test(apply, a_writer_closing_over_long_logs_leaves_none_to_replay)
+{
+    enum { N = 24000, BATCH = 1000, KEYS = 2000 };
+    char *dir = tu_tmpdir();
+    static char keys[N][32], *envs[N];
+    static cdc_record_t recs[N];
+    char pad[801];
+    memset(pad, 'x', sizeof pad - 1);
+    pad[sizeof pad - 1] = 0;
+    for (int i = 0; i < N; i++) {
+        char after[1024];
+        snprintf(keys[i], sizeof keys[i], "{\"id\":%d}", i % KEYS);
+        snprintf(after, sizeof after, "{\"id\":%d,\"v\":\"%d %s\"}", i % KEYS, i, pad);
+        envs[i] = tu_env("u", NULL, after, 1000 + (unsigned long long)i, NULL);
+        recs[i] = tu_rec("shop.public.orders", 0, i, keys[i], envs[i]);
+    }
+    cdc_store_t *st = tu_open(dir);
+    for (int i = 0; i < N; i += BATCH) tu_apply(st, recs + i, BATCH);
+    char *want = tu_export(st, "public.orders", 1);
+    cr_assert_gt(log_bytes_of(dir), (uint64_t)16 << 20, "the run wrote more than 16 MiB of log");
+    cdc_store_close(st);
+    cr_expect_lt(log_bytes_of(dir), (uint64_t)64 << 10, "the close left %llu bytes of log",
+                 (unsigned long long)log_bytes_of(dir));
+    cdc_open_options_t ro = {.read_only = 1};
+    cdc_error_t e = {0};
+    cr_assert_eq(cdc_store_open(dir, &ro, &st, &e), 0, "%s", e.msg);
+    char *got = tu_export(st, "public.orders", 1);
+    cr_expect_str_eq(got, want);
+    int64_t pos = -2;
+    cr_expect_eq(cdc_store_position(st, "shop.public.orders", 0, &pos, NULL), 0);
+    cr_expect_eq(pos, N - 1);
+    cdc_store_close(st);
+    free(got);
+    free(want);
+    for (int i = 0; i < N; i++) free(envs[i]);
     tu_rmrf(dir);
     free(dir);
 }
