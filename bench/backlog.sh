@@ -6,11 +6,14 @@
 # hands over to bench/peer_backlog.py: the events go into a new topic of 4 partitions (bench/produce.c,
 # keys and values as in the file, partitioned by key, acks=all), then `cdcstore ingest` of the topic and
 # `cdcstore apply --batch-size 10000` of the file, each into a new replica, twice and interleaved, each
-# replica checked against the expected CSV. A broker started here is stopped at the end and its
-# directory removed (BACKLOG_KEEP_STACK=1 keeps both for the next run).
+# replica checked against the expected CSV. With --tables N, the same again for a whole schema of N
+# single-partition topics (bench/gen_tables.py, bench/produce.c --file-topics, ingest --topic-regex).
+# A broker started here is stopped at the end and its directory removed (BACKLOG_KEEP_STACK=1 keeps
+# both for the next run).
 #
 # Usage: bash bench/backlog.sh --bin CDCSTORE --events F --expected E --workdir W [--results R]
 #                              [--produce BIN] [--partitions 4] [--batch 10000] [--repeat 2]
+#                              [--tables 0] [--table-rows 1000]
 #   (the options of bench/peer_backlog.py; --produce defaults to bench/out/bin/produce, built here)
 #
 # Environment: the stack's STACK_DIR, STACK_PG_PORT, STACK_KAFKA_PORT, STACK_KAFKA_CONTROLLER_PORT and

@@ -42,7 +42,9 @@
 #   BENCH_PROFILE (1: perf profile of cdcstore at batches of 10,000 when perf exists)
 #   the backlog step (bench/backlog.sh): `cdcstore ingest` draining the stream from a Kafka topic of
 #   BENCH_BACKLOG_PARTITIONS (4) partitions against `cdcstore apply` of the file at batches of
-#   10,000, BENCH_BACKLOG_REPEAT (3) times interleaved; Kafka alone from tests/stack/stack.sh, on the
+#   10,000, BENCH_BACKLOG_REPEAT (3) times interleaved; then a whole schema the same way:
+#   BENCH_BACKLOG_TABLES (1000; 0 skips it) topics of one partition, BENCH_BACKLOG_TABLE_ROWS (1000)
+#   rows each (bench/gen_tables.py), taken by --topic-regex; Kafka alone from tests/stack/stack.sh, on the
 #   STACK_* variables when set, else a stack of its own (ports 56432, 56492-56493, 56483), stopped after
 #   when started there
 #   BENCH_OUT (bench/out)   BENCH_RESULTS (bench/RESULTS.md)   BENCH_PNG (bench/throughput.png)
@@ -505,6 +507,7 @@ run_step backlog -1 "$OUT/logs/backlog.log" \
     timeout "${BENCH_BACKLOG_TIMEOUT:-1800}" bash bench/backlog.sh --bin "$(abspath "$CDC")" \
     --produce "$(abspath "$OUT")/bin/produce" --events "$(abspath "$EV")" --expected "$(abspath "$EXP")" \
     --partitions "${BENCH_BACKLOG_PARTITIONS:-4}" --repeat "${BENCH_BACKLOG_REPEAT:-3}" --batch 10000 \
+    --tables "${BENCH_BACKLOG_TABLES:-1000}" --table-rows "${BENCH_BACKLOG_TABLE_ROWS:-1000}" \
     --workdir "$(abspath "$SCR")/backlog" --results "$(abspath "$RES")"
 rm -rf "$SCR/backlog"
 fi   # backlog
