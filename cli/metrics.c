@@ -102,6 +102,26 @@ static void observe(histogram *h, const double *bounds, size_t nb, double v)
 
 /* ---- Text format ---- */
 
+/* The families a scrape asked for: GET /metrics?name[]=F&name[]=G serves
+ * only the families F and G (the filter of Prometheus' Java client), by the
+ * name on their TYPE line; without name[], every family.  A scraper that
+ * needs a few figures of a replica of a thousand tables (a script waiting
+ * for cdcstore_events_total, say) then takes a few hundred bytes instead
+ * of 1.2 MB: a whole page is 22 families per table. */
+#define MAX_NAMES 32
+typedef struct wanted {
+    const char *names[MAX_NAMES];
+    int n, over; /* over: more than MAX_NAMES asked for (every family is served) */
+} wanted;
+
+static int want(const wanted *w, const char *family)
+{
+    if (!w || !w->n || w->over) return 1;
+    for (int i = 0; i < w->n; i++)
+        if (!strcmp(w->names[i], family)) return 1;
+    return 0;
+}
+
 /* A label value: backslash, double quote and newline escaped as the format
  * wants; other control bytes (from the records' table names) as '?'. */
 static void put_label(FILE *f, const char *s)
@@ -115,9 +135,10 @@ static void put_label(FILE *f, const char *s)
     }
 }
 
-static void put_histogram(FILE *f, const char *name, const char *help, const histogram *h, const double *bounds,
-                          size_t nb)
+static void put_histogram(FILE *f, const wanted *w, const char *name, const char *help, const histogram *h,
+                          const double *bounds, size_t nb)
 {
+    if (!want(w, name)) return;
     fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     uint64_t cum = 0;
     for (size_t i = 0; i < nb; i++) {
@@ -128,8 +149,9 @@ static void put_histogram(FILE *f, const char *name, const char *help, const his
             name, h->sum, name, (unsigned long long)h->count);
 }
 
-static void put_counter(FILE *f, const char *name, const char *help, uint64_t v)
+static void put_counter(FILE *f, const wanted *w, const char *name, const char *help, uint64_t v)
 {
+    if (!want(w, name)) return;
     fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name, (unsigned long long)v);
 }
 
@@ -141,12 +163,15 @@ static int is_gauge(const char *field)
 
 /* One family per CDC_STATS_MAP entry, a sample per table.  newest_ts_ms is
  * served in seconds, as a timestamp, by put_tables. */
-static void put_table_family(FILE *f, const table_figures *t, size_t n, const char *field, const char *help,
-                             size_t offset)
+static void put_table_family(FILE *f, const wanted *w, const table_figures *t, size_t n, const char *field,
+                             const char *help, size_t offset)
 {
     if (!strcmp(field, "newest_ts_ms") || !n) return;
     int gauge = is_gauge(field);
     const char *sfx = gauge ? "" : "_total";
+    char family[128];
+    snprintf(family, sizeof family, "cdcstore_table_%s%s", field, sfx);
+    if (!want(w, family)) return;
     fprintf(f, "# HELP cdcstore_table_%s%s %s\n# TYPE cdcstore_table_%s%s %s\n", field, sfx, help, field, sfx,
             gauge ? "gauge" : "counter");
     for (size_t i = 0; i < n; i++) {
@@ -158,15 +183,16 @@ static void put_table_family(FILE *f, const table_figures *t, size_t n, const ch
     }
 }
 
-static void put_tables(FILE *f, const table_figures *t, size_t n)
+static void put_tables(FILE *f, const wanted *w, const table_figures *t, size_t n)
 {
-#define PUT_FAMILY(field, SLOT, slot, what) put_table_family(f, t, n, #field, what, offsetof(cdc_stats_t, field));
+#define PUT_FAMILY(field, SLOT, slot, what) put_table_family(f, w, t, n, #field, what, offsetof(cdc_stats_t, field));
     CDC_STATS_MAP(PUT_FAMILY)
 #undef PUT_FAMILY
     if (!n) return;
     struct timeval tv;
     gettimeofday(&tv, NULL);
     double now = (double)tv.tv_sec + tv.tv_usec / 1e6;
+    if (want(w, "cdcstore_table_newest_change_timestamp_seconds")) {
     fputs("# HELP cdcstore_table_newest_change_timestamp_seconds source commit time (ts_ms) of the newest "
           "change applied to the table\n"
           "# TYPE cdcstore_table_newest_change_timestamp_seconds gauge\n", f);
@@ -176,6 +202,8 @@ static void put_tables(FILE *f, const table_figures *t, size_t n)
         put_label(f, t[i].name);
         fprintf(f, "\"} %.3f\n", (double)t[i].s.newest_ts_ms / 1e3);
     }
+    }
+    if (!want(w, "cdcstore_table_behind_source_seconds")) return;
     fputs("# HELP cdcstore_table_behind_source_seconds now minus the source commit time of the newest change "
           "applied to the table\n"
           "# TYPE cdcstore_table_behind_source_seconds gauge\n", f);
@@ -187,33 +215,67 @@ static void put_tables(FILE *f, const table_figures *t, size_t n)
     }
 }
 
-/* The whole page, from the figures last handed over.  Called with mu held. */
-static void put_page(FILE *f, const cli_metrics *m)
+/* The page (the families w asks for) from a copy of the figures last
+ * handed over (snapshot). */
+static void put_page(FILE *f, const cli_metrics *m, const wanted *w)
 {
     const cdc_apply_result_t *r = &m->run.total;
-    put_counter(f, "cdcstore_events_total", "Kafka records that reached the decoder in this run", r->read);
-    put_counter(f, "cdcstore_applied_total", "writes that changed the replica in this run", r->applied);
-    put_counter(f, "cdcstore_stale_total", "events skipped in this run: older than the stored version or a newer event of the batch", r->stale);
-    put_counter(f, "cdcstore_duplicate_total", "events skipped in this run: the same version as stored",
+    put_counter(f, w, "cdcstore_events_total", "Kafka records that reached the decoder in this run", r->read);
+    put_counter(f, w, "cdcstore_applied_total", "writes that changed the replica in this run", r->applied);
+    put_counter(f, w, "cdcstore_stale_total", "events skipped in this run: older than the stored version or a newer event of the batch", r->stale);
+    put_counter(f, w, "cdcstore_duplicate_total", "events skipped in this run: the same version as stored",
                 r->duplicate);
-    put_counter(f, "cdcstore_tombstones_total", "Kafka tombstones (null values) in this run", r->tombstones);
-    put_counter(f, "cdcstore_dead_letters_total", "bad records (dead letters) in this run, each stored once",
+    put_counter(f, w, "cdcstore_tombstones_total", "Kafka tombstones (null values) in this run", r->tombstones);
+    put_counter(f, w, "cdcstore_dead_letters_total", "bad records (dead letters) in this run, each stored once",
                 r->dead_letters);
-    put_counter(f, "cdcstore_batches_total", "batches applied in this run", m->run.batches);
-    if (m->run.lag >= 0)
+    put_counter(f, w, "cdcstore_batches_total", "batches applied in this run", m->run.batches);
+    if (m->run.lag >= 0 && want(w, "cdcstore_consumer_lag_records"))
         fprintf(f, "# HELP cdcstore_consumer_lag_records records between the applied positions and the high "
                    "watermarks of the assigned partitions, summed\n"
                    "# TYPE cdcstore_consumer_lag_records gauge\ncdcstore_consumer_lag_records %lld\n",
                 (long long)m->run.lag);
     double rate = m->last_batch && mono_s() - m->last_batch < RATE_IDLE_S ? m->rate : 0;
+    if (want(w, "cdcstore_records_per_second"))
     fprintf(f, "# HELP cdcstore_records_per_second Kafka records applied per second over the last second of "
                "batches\n# TYPE cdcstore_records_per_second gauge\ncdcstore_records_per_second %.1f\n", rate);
-    put_histogram(f, "cdcstore_batch_apply_seconds", "time spent applying one batch to the replica", &m->batch,
+    put_histogram(f, w, "cdcstore_batch_apply_seconds", "time spent applying one batch to the replica", &m->batch,
                   batch_bounds, NBATCH);
-    put_histogram(f, "cdcstore_latency_seconds",
+    put_histogram(f, w, "cdcstore_latency_seconds",
                   "end-to-end latency of a change: apply time minus the source commit time (ts_ms)", &m->latency,
                   latency_bounds, NLATENCY);
-    put_tables(f, m->tables, m->ntables);
+    put_tables(f, w, m->tables, m->ntables);
+}
+
+/* A copy of the figures, taken under mu, so that a scrape formats without
+ * holding it: the ingest hands its figures over after every batch and
+ * would otherwise wait for the formatting of a page of a thousand tables
+ * (about 10 ms).  Freed by snapshot_free. */
+static void snapshot(cli_metrics *m, cli_metrics *out)
+{
+    pthread_mutex_lock(&m->mu);
+    *out = *m;
+    out->tables = cli_calloc(m->ntables ? m->ntables : 1, sizeof *out->tables);
+    for (size_t i = 0; i < m->ntables; i++) {
+        out->tables[i] = m->tables[i];
+        out->tables[i].name = cli_strdup(m->tables[i].name);
+    }
+    pthread_mutex_unlock(&m->mu);
+}
+
+static void snapshot_free(cli_metrics *s)
+{
+    for (size_t i = 0; i < s->ntables; i++) free(s->tables[i].name);
+    free(s->tables);
+}
+
+static enum MHD_Result add_name(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    wanted *w = cls;
+    if (!key || !value || (strcmp(key, "name[]") && strcmp(key, "name"))) return MHD_YES;
+    if (w->n < MAX_NAMES) w->names[w->n++] = value;
+    else w->over = 1;
+    return MHD_YES;
 }
 
 /* ---- HTTP ---- */
@@ -241,13 +303,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (strcmp(url, "/metrics"))
         return reply(c, MHD_HTTP_NOT_FOUND, cli_strdup("not found: the metrics are at /metrics\n"), 39,
                      "text/plain");
+    wanted w = {.n = 0};
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_name, &w);
     char *body = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&body, &len);
     if (!f) return MHD_NO;
-    pthread_mutex_lock(&m->mu);
-    put_page(f, m);
-    pthread_mutex_unlock(&m->mu);
+    cli_metrics snap;
+    snapshot(m, &snap);
+    put_page(f, &snap, &w);
+    snapshot_free(&snap);
     if (fclose(f)) {
         free(body);
         return MHD_NO;

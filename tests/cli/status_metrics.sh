@@ -155,6 +155,17 @@ check "metrics: newest change timestamp" "$(echo "scale=3; $ORD_TS / 1000" | bc)
 "$BIN" status --db "$DB" --json >"$T/status3.json"
 check "status answers while ingest holds the replica" 0 $?
 check "status while ingest runs: the same positions" "$(jq -c .partitions "$T/status2.json")" "$(jq -c .partitions "$T/status3.json")"
+# name[] picks families (the filter of Prometheus' Java client): only those asked for, each whole
+check "metrics: name[] serves only the families asked for" \
+    "cdcstore_events_total cdcstore_table_rows_live" \
+    "$(curl -fsS -g "http://127.0.0.1:$PORT/metrics?name[]=cdcstore_table_rows_live&name[]=cdcstore_events_total" | sed -n 's/^# TYPE \([^ ]*\) .*/\1/p' | paste -sd' ')"
+check "metrics: name[] gives the family's samples as the whole page does" \
+    "$(grep '^cdcstore_table_rows_live{' "$T/metrics.txt")" \
+    "$(curl -fsS -g "http://127.0.0.1:$PORT/metrics?name%5B%5D=cdcstore_table_rows_live" | grep -v '^#')"
+check "metrics: a histogram by its family name" "$(grep -c '^cdcstore_latency_seconds_' "$T/metrics.txt")" \
+    "$(curl -fsS -g "http://127.0.0.1:$PORT/metrics?name[]=cdcstore_latency_seconds" | grep -c '^cdcstore_latency_seconds_')"
+check "metrics: name[] of no family gives an empty page" 0 \
+    "$(curl -fsS -g "http://127.0.0.1:$PORT/metrics?name[]=cdcstore_nothing" | wc -c)"
 check "metrics: other paths are 404" 404 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/")"
 # A second process cannot listen on the same port: exit 1.
 set +e
