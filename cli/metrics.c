@@ -183,6 +183,22 @@ static void put_table_family(FILE *f, const wanted *w, const table_figures *t, s
     }
 }
 
+/* A per-table gauge of a table's newest change (ts_ms), in seconds: the
+ * time itself, or (behind) now minus it.  Tables with none are left out. */
+static void put_newest_family(FILE *f, const wanted *w, const table_figures *t, size_t n, const char *family,
+                              const char *help, int behind, double now)
+{
+    if (!want(w, family)) return;
+    fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", family, help, family);
+    for (size_t i = 0; i < n; i++) {
+        if (!t[i].s.newest_ts_ms) continue;
+        fprintf(f, "%s{table=\"", family);
+        put_label(f, t[i].name);
+        double ts = (double)t[i].s.newest_ts_ms / 1e3;
+        fprintf(f, "\"} %.3f\n", behind ? now - ts : ts);
+    }
+}
+
 static void put_tables(FILE *f, const wanted *w, const table_figures *t, size_t n)
 {
 #define PUT_FAMILY(field, SLOT, slot, what) put_table_family(f, w, t, n, #field, what, offsetof(cdc_stats_t, field));
@@ -192,27 +208,10 @@ static void put_tables(FILE *f, const wanted *w, const table_figures *t, size_t 
     struct timeval tv;
     gettimeofday(&tv, NULL);
     double now = (double)tv.tv_sec + tv.tv_usec / 1e6;
-    if (want(w, "cdcstore_table_newest_change_timestamp_seconds")) {
-    fputs("# HELP cdcstore_table_newest_change_timestamp_seconds source commit time (ts_ms) of the newest "
-          "change applied to the table\n"
-          "# TYPE cdcstore_table_newest_change_timestamp_seconds gauge\n", f);
-    for (size_t i = 0; i < n; i++) {
-        if (!t[i].s.newest_ts_ms) continue;
-        fputs("cdcstore_table_newest_change_timestamp_seconds{table=\"", f);
-        put_label(f, t[i].name);
-        fprintf(f, "\"} %.3f\n", (double)t[i].s.newest_ts_ms / 1e3);
-    }
-    }
-    if (!want(w, "cdcstore_table_behind_source_seconds")) return;
-    fputs("# HELP cdcstore_table_behind_source_seconds now minus the source commit time of the newest change "
-          "applied to the table\n"
-          "# TYPE cdcstore_table_behind_source_seconds gauge\n", f);
-    for (size_t i = 0; i < n; i++) {
-        if (!t[i].s.newest_ts_ms) continue;
-        fputs("cdcstore_table_behind_source_seconds{table=\"", f);
-        put_label(f, t[i].name);
-        fprintf(f, "\"} %.3f\n", now - (double)t[i].s.newest_ts_ms / 1e3);
-    }
+    put_newest_family(f, w, t, n, "cdcstore_table_newest_change_timestamp_seconds",
+                      "source commit time (ts_ms) of the newest change applied to the table", 0, now);
+    put_newest_family(f, w, t, n, "cdcstore_table_behind_source_seconds",
+                      "now minus the source commit time of the newest change applied to the table", 1, now);
 }
 
 /* The page (the families w asks for) from a copy of the figures last
@@ -236,8 +235,9 @@ static void put_page(FILE *f, const cli_metrics *m, const wanted *w)
                 (long long)m->run.lag);
     double rate = m->last_batch && mono_s() - m->last_batch < RATE_IDLE_S ? m->rate : 0;
     if (want(w, "cdcstore_records_per_second"))
-    fprintf(f, "# HELP cdcstore_records_per_second Kafka records applied per second over the last second of "
-               "batches\n# TYPE cdcstore_records_per_second gauge\ncdcstore_records_per_second %.1f\n", rate);
+        fprintf(f, "# HELP cdcstore_records_per_second Kafka records applied per second over the last second "
+                   "of batches\n# TYPE cdcstore_records_per_second gauge\ncdcstore_records_per_second %.1f\n",
+                rate);
     put_histogram(f, w, "cdcstore_batch_apply_seconds", "time spent applying one batch to the replica", &m->batch,
                   batch_bounds, NBATCH);
     put_histogram(f, w, "cdcstore_latency_seconds",
